@@ -1,0 +1,418 @@
+// Package isa owns the IPU21 instruction table: one row per instruction
+// (mnemonic, operands, encoding, pipeline, co-issue rule, issue cost) and the
+// encoder, decoder and disassembler that all read it, plus the Colossus
+// relocation types that patch operand fields. It imports no other package of
+// this module.
+package isa
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pipe is the issue pipeline an instruction occupies.
+type Pipe uint8
+
+const (
+	// Main is the integer, load/store and control pipeline. The supervisor
+	// only has this one.
+	Main Pipe = iota
+	// Aux is the worker floating-point pipeline.
+	Aux
+)
+
+func (p Pipe) String() string {
+	if p == Aux {
+		return "aux"
+	}
+	return "main"
+}
+
+// Context says which thread kinds may execute an instruction.
+type Context uint8
+
+const (
+	Supervisor Context = 1 << iota
+	Worker
+	Both = Supervisor | Worker
+)
+
+func (c Context) String() string {
+	switch c {
+	case Supervisor:
+		return "supervisor"
+	case Worker:
+		return "worker"
+	case Both:
+		return "supervisor+worker"
+	}
+	return fmt.Sprintf("Context(%d)", uint8(c))
+}
+
+// Kind is an operand's syntactic and semantic class.
+type Kind uint8
+
+const (
+	KindMReg     Kind = iota // $m0..$m15
+	KindAReg                 // $a0..$a15 (single 32-bit register)
+	KindAPair                // $a0:1, $a2:3, ... (64-bit)
+	KindAQuad                // $a0:3, $a4:7, ... (128-bit)
+	KindMPair                // $m0:1, $m2:3, ...
+	KindMRegInc              // $m3+= : base register post-incremented by the access
+	KindMPairInc             // $m2:3+= : packed address pair (tapack) post-incremented
+	KindCSR                  // control/status register, by name or number
+	KindImm                  // immediate or symbolic expression
+)
+
+var kindNames = [...]string{"mreg", "areg", "apair", "aquad", "mpair", "mreg+=", "mpair+=", "csr", "imm"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// IsRegister reports whether the kind names a register (or register group).
+func (k Kind) IsRegister() bool { return k != KindImm && k != KindCSR }
+
+// RegCount is the number of 32-bit registers a register operand spans.
+func (k Kind) RegCount() int {
+	switch k {
+	case KindAPair, KindMPair, KindMPairInc:
+		return 2
+	case KindAQuad:
+		return 4
+	}
+	return 1
+}
+
+// RegFile returns "m" or "a" for register kinds.
+func (k Kind) RegFile() string {
+	switch k {
+	case KindMReg, KindMPair, KindMRegInc, KindMPairInc:
+		return "m"
+	case KindAReg, KindAPair, KindAQuad:
+		return "a"
+	}
+	return ""
+}
+
+// Field is a contiguous bit range of one instruction word.
+type Field struct {
+	Word  uint8 // 0 for the first word, 1 for an inline second word
+	Lo    uint8 // least significant bit
+	Width uint8
+}
+
+func (f Field) mask() uint32 {
+	if f.Width >= 32 {
+		return ^uint32(0)
+	}
+	return ((1 << f.Width) - 1) << f.Lo
+}
+
+// Operand describes one operand of a row. Its encoded value is spread over
+// Fields, most significant field first. Register operands encode the register
+// number; immediates encode Value>>Shift (Value must then be a multiple of
+// 1<<Shift), two's complement when Signed.
+type Operand struct {
+	Name   string
+	Kind   Kind
+	Fields []Field
+	Signed bool
+	Shift  uint8 // value = stored << Shift (also used for register groups)
+	// Offset is added to the stored value on decode (and subtracted on
+	// encode): e.g. `delay N` stores N-1.
+	Offset int64
+	// Reloc is the relocation that patches this operand when it refers to a
+	// symbol; RelocNone forbids symbolic operands.
+	Reloc Reloc
+	// Hex asks the disassembler to print the immediate in hexadecimal.
+	Hex bool
+}
+
+// Width is the total number of encoded bits.
+func (o *Operand) Width() int {
+	w := 0
+	for _, f := range o.Fields {
+		w += int(f.Width)
+	}
+	return w
+}
+
+// Range is the inclusive range of values the operand accepts (before
+// alignment to 1<<Shift).
+func (o *Operand) Range() (lo, hi int64) {
+	w := o.Width()
+	if o.Signed {
+		lo = -(int64(1) << (w - 1))
+		hi = int64(1)<<(w-1) - 1
+	} else {
+		lo, hi = 0, int64(1)<<w-1
+	}
+	return lo<<o.Shift + o.Offset, hi<<o.Shift + o.Offset
+}
+
+// Source says where a row's encoding comes from.
+type Source string
+
+const (
+	SrcLLVM     Source = "llvm-colossus"      // Sanae6/llvm-project-fork generated TableGen
+	SrcExchange Source = "ipu-stack-exchange" // ipu-stack EXCHANGE_INSTRUCTION_REFERENCE / oracle words
+	SrcOurs     Source = "ipustack"           // defined by ipustack; see docs/isa.md
+)
+
+// Inst is one row of the instruction table.
+type Inst struct {
+	Mnemonic string
+	// Variant distinguishes rows sharing a mnemonic (e.g. "zi", "si"); the
+	// assembler accepts `mnemonic.variant` to force a row.
+	Variant  string
+	Operands []Operand
+	// Match holds the fixed bits of word 0; every bit of word 0 that is not
+	// an operand field (nor the co-issue flag, when the row may co-issue) is
+	// fixed, so Mask is derived, never written by hand.
+	Match uint32
+	Words int // 1, or 2 for instructions with an inline word
+	Pipe  Pipe
+	Ctx   Context
+	// CoIssue: may appear in a bundle {main ; aux}.
+	CoIssue bool
+	// Control: changes control flow (branch, call, run, exit, sync).
+	Control bool
+	// Cycles is the issue cost in the issuing context's slots (1 for almost
+	// everything; see docs/machine.md for the rules the emulator adds).
+	Cycles int
+	Source Source
+	// Doc is a one-line statement of the semantics.
+	Doc string
+
+	mask  uint32 // derived
+	index int
+}
+
+// CoIssueBit is bit 31: set on the first word of a two-instruction bundle.
+const CoIssueBit = uint32(1) << 31
+
+// ID is the row's unique name: mnemonic or mnemonic.variant.
+func (in *Inst) ID() string {
+	if in.Variant == "" {
+		return in.Mnemonic
+	}
+	return in.Mnemonic + "." + in.Variant
+}
+
+// Mask is the set of fixed bits of word 0.
+func (in *Inst) Mask() uint32 { return in.mask }
+
+// Index is the row's position in Table.
+func (in *Inst) Index() int { return in.index }
+
+// Size is the encoded size in bytes.
+func (in *Inst) Size() int { return 4 * in.Words }
+
+func (in *Inst) fieldBits(word uint8) uint32 {
+	var m uint32
+	for i := range in.Operands {
+		for _, f := range in.Operands[i].Fields {
+			if f.Word == word {
+				m |= f.mask()
+			}
+		}
+	}
+	return m
+}
+
+// Encode packs operand values (register numbers, CSR numbers, immediates) into
+// instruction words. coissue sets the bundle flag. It fails when a value does
+// not fit or is misaligned, naming the operand.
+func (in *Inst) Encode(vals []int64, coissue bool) ([]uint32, error) {
+	if len(vals) != len(in.Operands) {
+		return nil, fmt.Errorf("%s takes %d operands, got %d", in.Mnemonic, len(in.Operands), len(vals))
+	}
+	words := make([]uint32, in.Words)
+	words[0] = in.Match
+	if coissue {
+		if !in.CoIssue {
+			return nil, fmt.Errorf("%s cannot be co-issued", in.ID())
+		}
+		words[0] |= CoIssueBit
+	}
+	for i := range in.Operands {
+		op := &in.Operands[i]
+		if err := op.check(vals[i]); err != nil {
+			return nil, fmt.Errorf("%s operand %d (%s): %w", in.ID(), i+1, op.Name, err)
+		}
+		op.put(words, vals[i])
+	}
+	return words, nil
+}
+
+func (o *Operand) check(v int64) error {
+	lo, hi := o.Range()
+	if v < lo || v > hi {
+		return fmt.Errorf("value %d out of range [%d, %d]", v, lo, hi)
+	}
+	if o.Shift > 0 && (v-o.Offset)&(int64(1)<<o.Shift-1) != 0 {
+		if o.Kind.IsRegister() {
+			return fmt.Errorf("register $%s%d is not aligned to a group of %d", o.Kind.RegFile(), v, int64(1)<<o.Shift)
+		}
+		return fmt.Errorf("value %d is not a multiple of %d", v, int64(1)<<o.Shift)
+	}
+	return nil
+}
+
+// put writes v into the operand's fields (v must have passed check).
+func (o *Operand) put(words []uint32, v int64) {
+	stored := uint64((v - o.Offset) >> o.Shift)
+	shift := o.Width()
+	for _, f := range o.Fields {
+		shift -= int(f.Width)
+		part := uint32(stored>>uint(shift)) & (uint32(1)<<f.Width - 1)
+		words[f.Word] = words[f.Word]&^f.mask() | part<<f.Lo
+	}
+}
+
+// get extracts the operand's value from words.
+func (o *Operand) get(words []uint32) int64 {
+	var stored uint64
+	for _, f := range o.Fields {
+		stored = stored<<f.Width | uint64((words[f.Word]>>f.Lo)&(uint32(1)<<f.Width-1))
+	}
+	w := o.Width()
+	v := int64(stored)
+	if o.Signed && w > 0 && stored&(1<<(w-1)) != 0 {
+		v -= int64(1) << w
+	}
+	return v<<o.Shift + o.Offset
+}
+
+// Values decodes the operand values of words, which must match the row.
+func (in *Inst) Values(words []uint32) []int64 {
+	vals := make([]int64, len(in.Operands))
+	for i := range in.Operands {
+		vals[i] = in.Operands[i].get(words)
+	}
+	return vals
+}
+
+// Decoded is one decoded instruction.
+type Decoded struct {
+	Inst    *Inst
+	Words   []uint32
+	Values  []int64
+	CoIssue bool
+}
+
+// ErrUnknown is returned for a word that matches no row.
+type ErrUnknown struct{ Word uint32 }
+
+func (e *ErrUnknown) Error() string { return fmt.Sprintf("unknown instruction word 0x%08x", e.Word) }
+
+// Decode decodes the instruction at the start of words. It needs a second
+// word only for two-word rows.
+func Decode(words []uint32) (Decoded, error) {
+	if len(words) == 0 {
+		return Decoded{}, fmt.Errorf("decode: no words")
+	}
+	in := Lookup(words[0])
+	if in == nil {
+		return Decoded{}, &ErrUnknown{Word: words[0]}
+	}
+	if len(words) < in.Words {
+		return Decoded{}, fmt.Errorf("decode 0x%08x: %s needs %d words, have %d", words[0], in.ID(), in.Words, len(words))
+	}
+	ws := append([]uint32(nil), words[:in.Words]...)
+	return Decoded{Inst: in, Words: ws, Values: in.Values(ws), CoIssue: ws[0]&CoIssueBit != 0 && in.CoIssue}, nil
+}
+
+// Lookup returns the row whose fixed bits match word, or nil.
+func Lookup(word uint32) *Inst {
+	for _, in := range decodeBuckets[word>>bucketShift] {
+		if word&in.mask == in.Match {
+			return in
+		}
+	}
+	return nil
+}
+
+const bucketShift = 24 // buckets by bits 31..24 (the co-issue bit is handled by listing rows in both)
+
+var (
+	// Table is the instruction table, in assembler preference order: when
+	// several rows accept the same operand text, the first wins.
+	Table         []*Inst
+	byMnemonic    = map[string][]*Inst{}
+	byID          = map[string]*Inst{}
+	decodeBuckets [256][]*Inst
+)
+
+// ByMnemonic returns the rows of a mnemonic (nil when unknown).
+func ByMnemonic(m string) []*Inst { return byMnemonic[strings.ToLower(m)] }
+
+// ByID returns the row with the given ID (mnemonic or mnemonic.variant).
+func ByID(id string) *Inst { return byID[strings.ToLower(id)] }
+
+func init() {
+	build(rows())
+}
+
+// build derives masks, indexes the table and checks the rows' internal
+// consistency. A broken row is a programming error: it panics with BUG.
+func build(rs []Inst) {
+	Table = make([]*Inst, len(rs))
+	for i := range rs {
+		in := &rs[i]
+		in.index = i
+		if in.Words == 0 {
+			in.Words = 1
+		}
+		if in.Cycles == 0 {
+			in.Cycles = 1
+		}
+		var used [2]uint32
+		for j := range in.Operands {
+			op := &in.Operands[j]
+			if len(op.Fields) == 0 {
+				panic(fmt.Sprintf("BUG: isa row %s operand %d has no field", in.ID(), j))
+			}
+			for _, f := range op.Fields {
+				if int(f.Word) >= in.Words || int(f.Lo)+int(f.Width) > 32 || f.Width == 0 {
+					panic(fmt.Sprintf("BUG: isa row %s operand %s field %+v out of the word", in.ID(), op.Name, f))
+				}
+				if used[f.Word]&f.mask() != 0 {
+					panic(fmt.Sprintf("BUG: isa row %s operand %s overlaps another field", in.ID(), op.Name))
+				}
+				used[f.Word] |= f.mask()
+			}
+			if op.Reloc != RelocNone && op.Kind != KindImm {
+				panic(fmt.Sprintf("BUG: isa row %s operand %s: relocation on a non-immediate", in.ID(), op.Name))
+			}
+		}
+		free := used[0]
+		if in.CoIssue {
+			free |= CoIssueBit
+		}
+		in.mask = ^free
+		if in.Match&^in.mask != 0 {
+			panic(fmt.Sprintf("BUG: isa row %s: Match 0x%08x sets operand bits", in.ID(), in.Match))
+		}
+		if _, dup := byID[in.ID()]; dup {
+			panic(fmt.Sprintf("BUG: isa row %s defined twice", in.ID()))
+		}
+		byID[in.ID()] = in
+		byMnemonic[in.Mnemonic] = append(byMnemonic[in.Mnemonic], in)
+		Table[i] = in
+		// Register the row in every bucket its top byte can take.
+		top := in.mask >> bucketShift
+		fixed := in.Match >> bucketShift
+		freeTop := ^top & 0xFF
+		for sub := freeTop; ; sub = (sub - 1) & freeTop {
+			decodeBuckets[fixed|sub] = append(decodeBuckets[fixed|sub], in)
+			if sub == 0 {
+				break
+			}
+		}
+	}
+}
