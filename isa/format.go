@@ -20,6 +20,16 @@ var aAliases = map[string]int{"azero": 15}
 func ParseRegister(name string) (file string, first, count int, ok bool) {
 	name = strings.ToLower(name)
 	lo, hi, ranged := strings.Cut(name, ":")
+	switch lo {
+	case "azeros": // the zero pair: pair field 14 (LLVM Colossus AZEROS)
+		if !ranged {
+			return "a", 14, 2, true
+		}
+	case "aqzero": // the zero quad: quad field 12 (LLVM Colossus AQZERO)
+		if !ranged {
+			return "a", 12, 4, true
+		}
+	}
 	file, first, ok = parseOneReg(lo)
 	if !ok {
 		return "", 0, 0, false
@@ -64,7 +74,14 @@ func RegisterName(k Kind, n int64) string {
 			s = fmt.Sprintf("$%s%d", file, n)
 		}
 	default:
-		s = fmt.Sprintf("$%s%d:%d", file, n, n+int64(k.RegCount())-1)
+		switch {
+		case k == KindAPair && n == 14:
+			s = "$azeros"
+		case k == KindAQuad && n == 12:
+			s = "$aqzero"
+		default:
+			s = fmt.Sprintf("$%s%d:%d", file, n, n+int64(k.RegCount())-1)
+		}
 	}
 	if k == KindMRegInc || k == KindMPairInc {
 		s += "+="
@@ -72,14 +89,22 @@ func RegisterName(k Kind, n int64) string {
 	return s
 }
 
-// FormatOperand renders one decoded operand value.
-func (o *Operand) FormatOperand(v int64) string {
+// FormatOperand renders one decoded operand value, context unknown.
+func (o *Operand) FormatOperand(v int64) string { return o.FormatOperandIn(0, v) }
+
+// FormatOperandIn renders one decoded operand value for code running in ctx
+// (0 when unknown: lower-space CSRs are then named only when both spaces
+// agree, else printed as numbers).
+func (o *Operand) FormatOperandIn(ctx Context, v int64) string {
 	switch {
 	case o.Kind.IsRegister():
 		return RegisterName(o.Kind, v)
 	case o.Kind == KindCSR:
-		if name, ok := CSRName(v); ok {
+		if name, ok := CSRNameIn(o.CSR, ctx, v); ok {
 			return "$" + name
+		}
+		if o.Hex {
+			return fmt.Sprintf("0x%x", v)
 		}
 		return strconv.FormatInt(v, 10)
 	case o.Hex && v >= 0:
@@ -95,9 +120,13 @@ func (o *Operand) FormatOperand(v int64) string {
 // assembling the text gives back the same words.
 func Format(d Decoded) string {
 	in := d.Inst
+	ctx := d.Ctx
+	if ctx == 0 && (in.Ctx == Supervisor || in.Ctx == Worker) {
+		ctx = in.Ctx
+	}
 	ops := make([]string, len(in.Operands))
 	for i := range in.Operands {
-		ops[i] = in.Operands[i].FormatOperand(d.Values[i])
+		ops[i] = in.Operands[i].FormatOperandIn(ctx, d.Values[i])
 	}
 	name := in.Mnemonic
 	if first := preferredRow(in.Mnemonic, in.Operands, d.Values); first != in {
@@ -140,7 +169,19 @@ func Accepts(cand *Inst, kinds []Operand, vals []int64) bool {
 
 // SameSyntax reports whether operands of kinds a and b are written alike
 // (immediates and CSR numbers are both plain numbers).
-func SameSyntax(a, b Kind) bool { return a == b }
+func SameSyntax(a, b Kind) bool {
+	if a == b {
+		return true
+	}
+	// A CSR may be written by number, and an unnamed CSR disassembles as one.
+	return (a == KindImm && b == KindCSR) || (a == KindCSR && b == KindImm)
+}
 
 // Check validates a value for the operand (range and alignment).
 func (o *Operand) Check(v int64) error { return o.check(v) }
+
+// CSRNumber resolves a CSR name (without '$') for this operand's space, for
+// code assembled in ctx (Supervisor, Worker, or 0 when unknown).
+func (o *Operand) CSRNumber(ctx Context, name string) (int64, bool) {
+	return CSRByNameIn(o.CSR, ctx, name)
+}

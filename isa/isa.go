@@ -1,12 +1,24 @@
 // Package isa owns the IPU21 instruction table: one row per instruction
 // (mnemonic, operands, encoding, pipeline, co-issue rule, issue cost) and the
 // encoder, decoder and disassembler that all read it, plus the Colossus
-// relocation types that patch operand fields. It imports no other package of
-// this module.
+// relocation types that patch operand fields and the CSR name spaces. It
+// imports no other package of this module.
+//
+// Encodings are public where the public record has them (the LLVM Colossus
+// fork for integer, memory, control and supervisor rows; ipu-stack's
+// SDK-verified exchange reference) and reproduced bit for bit; the rest
+// (worker floating point, AMP, pace, 64/128-bit memory, rpt, exit) are
+// ipustack's own, all inside one otherwise unused block (bits 30..28 =
+// 101), so no word can mean two things. Everything a row does not encode as
+// an operand is a fixed bit: masks are derived, and the tests prove that no
+// word matches two rows. docs/isa.md explains the table and lists the rows
+// (generated from it).
 package isa
 
 import (
 	"fmt"
+	"math/bits"
+	"sort"
 	"strings"
 )
 
@@ -130,6 +142,10 @@ type Operand struct {
 	Reloc Reloc
 	// Hex asks the disassembler to print the immediate in hexadecimal.
 	Hex bool
+	// CSR is the register space a KindCSR operand names (see csr.go): get
+	// and put address the lower space of the executing context, uget and
+	// uput the worker's upper space.
+	CSR CSRSpace
 }
 
 // Width is the total number of encoded bits.
@@ -187,6 +203,12 @@ type Inst struct {
 	Source Source
 	// Doc is a one-line statement of the semantics.
 	Doc string
+	// Refines names the row (by ID) whose encoding space wholly contains this
+	// row's: a special case with its own mnemonic, such as nop, which is the
+	// word of setzi $m14, 0. Decoding prefers the refining row, and encoding
+	// the general row with values that land on it is refused, so every word
+	// still has exactly one meaning.
+	Refines string
 
 	mask  uint32 // derived
 	index int
@@ -246,6 +268,13 @@ func (in *Inst) Encode(vals []int64, coissue bool) ([]uint32, error) {
 		}
 		op.put(words, vals[i])
 	}
+	if got := Lookup(words[0]); got != in {
+		name := "no instruction"
+		if got != nil {
+			name = got.ID()
+		}
+		return nil, fmt.Errorf("%s with these operands encodes 0x%08x, which is the word of %s; write that instead", in.ID(), words[0], name)
+	}
 	return words, nil
 }
 
@@ -303,6 +332,10 @@ type Decoded struct {
 	Words   []uint32
 	Values  []int64
 	CoIssue bool
+	// Ctx is the context the words were decoded for (DecodeIn), or 0 when
+	// unknown (Decode). Format uses it to name CSRs whose numbers differ
+	// between the supervisor and worker spaces.
+	Ctx Context
 }
 
 // ErrUnknown is returned for a word that matches no row.
@@ -310,9 +343,18 @@ type ErrUnknown struct{ Word uint32 }
 
 func (e *ErrUnknown) Error() string { return fmt.Sprintf("unknown instruction word 0x%08x", e.Word) }
 
-// Decode decodes the instruction at the start of words. It needs a second
-// word only for two-word rows.
-func Decode(words []uint32) (Decoded, error) {
+// Decode decodes the instruction at the start of words, whatever context
+// runs it. It needs a second word only for two-word rows.
+func Decode(words []uint32) (Decoded, error) { return DecodeIn(0, words) }
+
+// DecodeIn decodes for one context (Supervisor or Worker): a word whose row
+// that context cannot execute is an error, and CSR operands are named from
+// that context's space. ctx 0 means any context, as Decode.
+//
+// The IPU21 encodings ipustack uses have no word that means different
+// instructions in the two contexts, so the context filters rather than
+// selects; the uniqueness test checks that per context too.
+func DecodeIn(ctx Context, words []uint32) (Decoded, error) {
 	if len(words) == 0 {
 		return Decoded{}, fmt.Errorf("decode: no words")
 	}
@@ -320,14 +362,18 @@ func Decode(words []uint32) (Decoded, error) {
 	if in == nil {
 		return Decoded{}, &ErrUnknown{Word: words[0]}
 	}
+	if ctx != 0 && in.Ctx&ctx == 0 {
+		return Decoded{}, fmt.Errorf("decode 0x%08x: %s is a %s instruction, not valid in %s context", words[0], in.ID(), in.Ctx, ctx)
+	}
 	if len(words) < in.Words {
 		return Decoded{}, fmt.Errorf("decode 0x%08x: %s needs %d words, have %d", words[0], in.ID(), in.Words, len(words))
 	}
 	ws := append([]uint32(nil), words[:in.Words]...)
-	return Decoded{Inst: in, Words: ws, Values: in.Values(ws), CoIssue: ws[0]&CoIssueBit != 0 && in.CoIssue}, nil
+	return Decoded{Inst: in, Words: ws, Values: in.Values(ws), CoIssue: ws[0]&CoIssueBit != 0 && in.CoIssue, Ctx: ctx}, nil
 }
 
-// Lookup returns the row whose fixed bits match word, or nil.
+// Lookup returns the row whose fixed bits match word, or nil. Buckets list
+// refining rows (more fixed bits) first, so nop wins over setzi.
 func Lookup(word uint32) *Inst {
 	for _, in := range decodeBuckets[word>>bucketShift] {
 		if word&in.mask == in.Match {
@@ -389,6 +435,9 @@ func build(rs []Inst) {
 			if op.Reloc != RelocNone && op.Kind != KindImm {
 				panic(fmt.Sprintf("BUG: isa row %s operand %s: relocation on a non-immediate", in.ID(), op.Name))
 			}
+			if op.Width() > 62 {
+				panic(fmt.Sprintf("BUG: isa row %s operand %s is too wide", in.ID(), op.Name))
+			}
 		}
 		free := used[0]
 		if in.CoIssue {
@@ -414,5 +463,20 @@ func build(rs []Inst) {
 				break
 			}
 		}
+	}
+	for i := range Table {
+		in := Table[i]
+		if in.Refines == "" {
+			continue
+		}
+		gen := byID[in.Refines]
+		if gen == nil || gen.mask&^in.mask != 0 || (in.Match^gen.Match)&gen.mask != 0 {
+			panic(fmt.Sprintf("BUG: isa row %s does not refine %s", in.ID(), in.Refines))
+		}
+	}
+	for b := range decodeBuckets {
+		sort.SliceStable(decodeBuckets[b], func(i, j int) bool {
+			return bits.OnesCount32(decodeBuckets[b][i].mask) > bits.OnesCount32(decodeBuckets[b][j].mask)
+		})
 	}
 }
