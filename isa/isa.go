@@ -234,18 +234,6 @@ func (in *Inst) Index() int { return in.index }
 // Size is the encoded size in bytes.
 func (in *Inst) Size() int { return 4 * in.Words }
 
-func (in *Inst) fieldBits(word uint8) uint32 {
-	var m uint32
-	for i := range in.Operands {
-		for _, f := range in.Operands[i].Fields {
-			if f.Word == word {
-				m |= f.mask()
-			}
-		}
-	}
-	return m
-}
-
 // Encode packs operand values (register numbers, CSR numbers, immediates) into
 // instruction words. coissue sets the bundle flag. It fails when a value does
 // not fit or is misaligned, naming the operand.

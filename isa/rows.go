@@ -278,7 +278,7 @@ func rows() []Inst {
 			Rel("vertex", 0, 16, 2, RelocRun).split(f(16, 4), f(0, 12)).off(Region0Base)),
 			"start one idle worker at PC = entry with $VERTEX_BASE = vbase + (vertex - 0x4C000); vertex is a region-0 address (R_COLOSSUS_RUN)")),
 		control(supLLVM("runall", "", 0x15000000, ops(M("entry", 20), M("vbase", 12), U("off", 0, 16).split(f(16, 4), f(0, 12))),
-			"start all six workers at PC = entry with $VERTEX_BASE = vbase + 4*off")),
+			"start all six workers at PC = entry; worker n gets $VERTEX_BASE = vbase + n*4*off (hover text)")),
 		control(supLLVM("sync", "", 0x41800000, ops(U("zone", 0, 4)),
 			"wait at the barrier of sync zone (0 RECV, 1 ANS, 2 LOCAL, 3 INTERNAL, ...)")),
 
@@ -323,8 +323,8 @@ func rows() []Inst {
 			"repeat the body (the next last+1 bundles, 8 bytes each) count times; count 0 skips it"+sd)),
 		control(wmain("rpt", "i", 0x57100000, ops(U("count", 8, 12), U("last", 0, 8)),
 			"as rpt with an immediate count")),
-		control(wmain("exitz", "", 0x57200000, ops(M("cond", 16)), "if cond == 0, the worker exits (its context becomes idle)")),
-		control(wmain("exitnz", "", 0x57300000, ops(M("cond", 16)), "if cond != 0, the worker exits")),
+		control(wmain("exitz", "", 0x57200000, ops(M("cond", 16)), "the worker exits (its slot returns to the supervisor) with Boolean status cond == 0")),
+		control(wmain("exitnz", "", 0x57300000, ops(M("cond", 16)), "the worker exits with Boolean status cond != 0")),
 
 		// ---- Worker aux pipe (floating point), ipustack encodings (block 0x58..0x5F) ----
 		aux3("f16v2add", "", 0x00, A, A, A, "two f16 lanes: dst = a + b"),

@@ -1,0 +1,492 @@
+package asm
+
+import (
+	"errors"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// cmacro is a C preprocessor macro.
+type cmacro struct {
+	name   string
+	fn     bool     // function-like
+	params []string // "__VA_ARGS__" last when variadic
+	body   []token
+}
+
+type condFrame struct {
+	active    bool // lines are kept
+	taken     bool // a branch of this #if was already true
+	parentOn  bool
+	elseSeen  bool
+	directive srcPos
+}
+
+// Preprocessor limits: they keep hostile input (recursive includes, macro
+// bombs) bounded in time and memory.
+const (
+	maxIncludeDepth   = 64
+	maxCppTokens      = 1 << 16 // tokens one line may grow to by expansion
+	maxCppExpansions  = 1 << 20 // macro expansions in one file set
+	maxCppWork        = 1 << 22 // tokens copied by expansions in one file set
+	maxPreprocessLine = 4 << 20 // output lines
+)
+
+type cpp struct {
+	opts       Options
+	macros     map[string]*cmacro
+	errs       *errSink
+	out        []line
+	stack      []string // files being included, outermost first
+	expansions int
+	work       int
+	failed     bool // a limit was hit: stop
+}
+
+func newCPP(opts Options, errs *errSink) *cpp {
+	p := &cpp{opts: opts, macros: map[string]*cmacro{}, errs: errs}
+	pre := map[string]string{"__IPU__": "1", "__IPU_ARCH_VERSION__": "21", "__ASSEMBLER__": "1"}
+	for k, v := range opts.Defines {
+		if v == "" {
+			v = "1" // -DNAME means NAME=1, as in cc
+		}
+		pre[k] = v
+	}
+	names := make([]string, 0, len(pre))
+	for k := range pre {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		p.macros[k] = &cmacro{name: k, body: relex(pre[k], srcPos{"<command line>", 1, 1})}
+	}
+	return p
+}
+
+func (p *cpp) file(name string, src []byte) {
+	if len(p.stack) >= maxIncludeDepth {
+		p.errs.add(srcPos{name, 1, 1}, "#include nested more than %d deep", maxIncludeDepth)
+		return
+	}
+	p.stack = append(p.stack, name)
+	defer func() { p.stack = p.stack[:len(p.stack)-1] }()
+	lines, unterminated := lexFile(name, src)
+	var conds []condFrame
+	on := func() bool { return len(conds) == 0 || conds[len(conds)-1].active }
+	for _, l := range lines {
+		if p.errs.full() || p.failed || len(p.out) > maxPreprocessLine {
+			return
+		}
+		ts := l.toks
+		if len(ts) == 0 || !ts[0].punct("#") {
+			if on() {
+				p.out = append(p.out, line{toks: p.expand(ts), pos: l.pos})
+			}
+			continue
+		}
+		if len(ts) == 1 {
+			continue // the null directive
+		}
+		d := ts[1]
+		args := ts[2:]
+		switch d.text {
+		case "if", "ifdef", "ifndef":
+			f := condFrame{parentOn: on(), directive: d.pos}
+			if f.parentOn {
+				f.active = p.cond(d, args)
+				f.taken = f.active
+			}
+			conds = append(conds, f)
+			continue
+		case "elif", "else", "endif":
+			if len(conds) == 0 {
+				p.errs.add(d.pos, "#%s without #if", d.text)
+				continue
+			}
+			f := &conds[len(conds)-1]
+			switch d.text {
+			case "endif":
+				conds = conds[:len(conds)-1]
+			case "else":
+				if f.elseSeen {
+					p.errs.add(d.pos, "#else after #else")
+				}
+				f.elseSeen = true
+				f.active = f.parentOn && !f.taken
+				f.taken = true
+			case "elif":
+				if f.elseSeen {
+					p.errs.add(d.pos, "#elif after #else")
+				}
+				f.active = false
+				if f.parentOn && !f.taken {
+					f.active = p.cond(d, args)
+					f.taken = f.active
+				}
+			}
+			continue
+		}
+		if !on() {
+			continue
+		}
+		switch d.text {
+		case "define":
+			p.define(d, args)
+		case "undef":
+			if len(args) == 0 || args[0].kind != tIdent {
+				p.errs.add(d.pos, "#undef: expected a macro name")
+				continue
+			}
+			delete(p.macros, args[0].text)
+		case "include":
+			p.include(d, args)
+		case "error":
+			p.errs.add(d.pos, "#error %s", joinTokens(args))
+		case "warning", "pragma", "line", "ident":
+			// Nothing to do for an assembler.
+		default:
+			if d.kind == tNum {
+				continue // a line marker (# 12 "file") from another preprocessor
+			}
+			p.errs.add(d.pos, "unknown preprocessor directive #%s", d.text)
+		}
+	}
+	for _, f := range conds {
+		p.errs.add(f.directive, "#if without #endif")
+	}
+	if unterminated != nil {
+		p.errs.add(*unterminated, "unterminated /* comment")
+	}
+}
+
+// cond evaluates an #if / #ifdef / #ifndef / #elif condition.
+func (p *cpp) cond(d token, args []token) bool {
+	if d.text == "ifdef" || d.text == "ifndef" {
+		if len(args) == 0 || args[0].kind != tIdent {
+			p.errs.add(d.pos, "#%s: expected a macro name", d.text)
+			return false
+		}
+		_, def := p.macros[args[0].text]
+		return def == (d.text == "ifdef")
+	}
+	// Replace defined(X) before expansion, so X itself is not expanded.
+	var ts []token
+	for i := 0; i < len(args); i++ {
+		t := args[i]
+		if !t.is(tIdent, "defined") {
+			ts = append(ts, t)
+			continue
+		}
+		j := i + 1
+		paren := j < len(args) && args[j].punct("(")
+		if paren {
+			j++
+		}
+		if j >= len(args) || args[j].kind != tIdent {
+			p.errs.add(t.pos, "defined: expected a macro name")
+			return false
+		}
+		_, def := p.macros[args[j].text]
+		if paren {
+			j++
+			if j >= len(args) || !args[j].punct(")") {
+				p.errs.add(t.pos, "defined: expected )")
+				return false
+			}
+		}
+		v := "0"
+		if def {
+			v = "1"
+		}
+		ts = append(ts, token{kind: tNum, text: v, pos: t.pos})
+		i = j
+	}
+	ts = p.expand(ts)
+	end := d.pos
+	if len(args) > 0 {
+		last := args[len(args)-1]
+		end = last.pos
+		end.col += len(last.text)
+	}
+	e, err := parseExpr(ts, nil, true, end)
+	if err == nil {
+		var v int64
+		v, err = evalConst(e)
+		if err == nil {
+			return v != 0
+		}
+	}
+	p.errs.add(errPos(err, d.pos), "#%s: %s", d.text, errMsg(err))
+	return false
+}
+
+func errPos(err error, def srcPos) srcPos {
+	var pe *posError
+	if errors.As(err, &pe) && pe.pos.file != "" {
+		return pe.pos
+	}
+	return def
+}
+
+func errMsg(err error) string {
+	var pe *posError
+	if errors.As(err, &pe) {
+		return pe.msg
+	}
+	return err.Error()
+}
+
+func (p *cpp) define(d token, args []token) {
+	if len(args) == 0 || args[0].kind != tIdent || strings.HasPrefix(args[0].text, "$") {
+		p.errs.add(d.pos, "#define: expected a macro name")
+		return
+	}
+	m := &cmacro{name: args[0].text}
+	body := args[1:]
+	if len(body) > 0 && body[0].punct("(") && !body[0].space {
+		m.fn = true
+		i := 1
+		for {
+			if i >= len(body) {
+				p.errs.add(d.pos, "#define %s: unterminated parameter list", m.name)
+				return
+			}
+			t := body[i]
+			if t.punct(")") && len(m.params) == 0 {
+				i++
+				break
+			}
+			switch {
+			case t.text == "...": // lexed as one name, since '.' is a name character
+				m.params = append(m.params, "__VA_ARGS__")
+			case t.kind == tIdent:
+				m.params = append(m.params, t.text)
+			default:
+				p.errs.add(t.pos, "#define %s: expected a parameter name, found %q", m.name, t.text)
+				return
+			}
+			i++
+			if i < len(body) && body[i].punct(")") {
+				i++
+				break
+			}
+			if i >= len(body) || !body[i].punct(",") {
+				p.errs.add(d.pos, "#define %s: expected , or ) in parameter list", m.name)
+				return
+			}
+			i++
+		}
+		body = body[i:]
+	}
+	m.body = body
+	p.macros[m.name] = m
+}
+
+func (p *cpp) include(d token, args []token) {
+	var name string
+	switch {
+	case len(args) == 1 && args[0].kind == tStr:
+		name = args[0].text[1 : len(args[0].text)-1]
+	case len(args) >= 2 && args[0].punct("<") && args[len(args)-1].punct(">"):
+		name = joinTokens(args[1 : len(args)-1])
+	default:
+		p.errs.add(d.pos, `#include: expected "file" or <file>`)
+		return
+	}
+	read := p.opts.ReadFile
+	cur := p.stack[len(p.stack)-1]
+	var tried []string
+	if filepath.IsAbs(name) {
+		tried = []string{name}
+	} else {
+		tried = append(tried, filepath.Join(filepath.Dir(cur), name))
+		for _, dir := range p.opts.IncludeDirs {
+			tried = append(tried, filepath.Join(dir, name))
+		}
+	}
+	for _, path := range tried {
+		src, err := read(path)
+		if err != nil {
+			continue
+		}
+		for _, open := range p.stack {
+			if filepath.Clean(open) == filepath.Clean(path) {
+				p.errs.add(d.pos, "#include cycle: %s -> %s", strings.Join(p.stack, " -> "), path)
+				return
+			}
+		}
+		p.file(path, src)
+		return
+	}
+	p.errs.add(d.pos, "#include: cannot find %q (looked in %s)", name, strings.Join(tried, ", "))
+}
+
+// expand macro-expands one line (Prosser's algorithm, simplified: each token
+// carries the set of macros it came from, which are not expanded again).
+func (p *cpp) expand(in []token) []token {
+	ts := in
+	copied := false
+	for i := 0; i < len(ts) && !p.failed; {
+		t := ts[i]
+		m := p.macros[t.text]
+		if t.kind != tIdent || m == nil || t.hidden(m.name) {
+			i++
+			continue
+		}
+		end := i + 1
+		var args [][]token
+		if m.fn {
+			if end >= len(ts) || !ts[end].punct("(") {
+				i++
+				continue
+			}
+			var ok bool
+			args, end, ok = splitArgs(ts, end)
+			if !ok {
+				p.errs.add(t.pos, "macro %s: unterminated argument list", m.name)
+				return ts
+			}
+			nparams := len(m.params)
+			if len(args) == 1 && len(args[0]) == 0 && nparams == 0 {
+				args = nil
+			}
+			variadic := nparams > 0 && m.params[nparams-1] == "__VA_ARGS__"
+			if variadic && len(args) >= nparams {
+				// Fold the extra arguments back into __VA_ARGS__.
+				var va []token
+				for j := nparams - 1; j < len(args); j++ {
+					if j > nparams-1 {
+						va = append(va, token{kind: tPunct, text: ",", pos: t.pos})
+					}
+					va = append(va, args[j]...)
+				}
+				args = append(args[:nparams-1], va)
+			} else if variadic && len(args) == nparams-1 {
+				args = append(args, nil)
+			}
+			if len(args) != nparams {
+				p.errs.add(t.pos, "macro %s takes %d arguments, found %d", m.name, nparams, len(args))
+				return ts
+			}
+		}
+		p.expansions++
+		p.work += len(ts) + len(m.body)
+		if p.expansions > maxCppExpansions || len(ts) > maxCppTokens || p.work > maxCppWork {
+			// Stop all preprocessing: the enclosing expansions would
+			// otherwise go on copying the oversized result.
+			if !p.failed {
+				p.errs.add(t.pos, "macro expansion too large (recursive macro %s?)", m.name)
+			}
+			p.failed = true
+			return ts
+		}
+		body := p.subst(m, args, t)
+		if !copied {
+			ts = append([]token(nil), ts...)
+			copied = true
+		}
+		rest := append(body, ts[end:]...)
+		ts = append(ts[:i], rest...)
+	}
+	return ts
+}
+
+// splitArgs reads a parenthesised, comma-separated argument list starting at
+// ts[open] == "(". It returns the arguments and the index after ")".
+func splitArgs(ts []token, open int) (args [][]token, end int, ok bool) {
+	depth := 0
+	var cur []token
+	for j := open + 1; j < len(ts); j++ {
+		t := ts[j]
+		switch {
+		case t.punct("("):
+			depth++
+		case t.punct(")"):
+			if depth == 0 {
+				return append(args, cur), j + 1, true
+			}
+			depth--
+		case t.punct(",") && depth == 0:
+			args = append(args, cur)
+			cur = nil
+			continue
+		}
+		cur = append(cur, t)
+	}
+	return nil, 0, false
+}
+
+func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
+	param := func(t token) int {
+		if t.kind != tIdent || !m.fn {
+			return -1
+		}
+		for i, name := range m.params {
+			if name == t.text {
+				return i
+			}
+		}
+		return -1
+	}
+	var out []token
+	var pasteAt []int // indexes in out of ## operators from the body
+	for j := 0; j < len(m.body); j++ {
+		t := m.body[j]
+		if t.punct("#") && m.fn && j+1 < len(m.body) && param(m.body[j+1]) >= 0 {
+			s := joinTokens(args[param(m.body[j+1])])
+			s = strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`)
+			out = append(out, token{kind: tStr, text: `"` + s + `"`, space: t.space})
+			j++
+			continue
+		}
+		if t.punct("##") {
+			pasteAt = append(pasteAt, len(out))
+			out = append(out, t)
+			continue
+		}
+		if k := param(t); k >= 0 {
+			raw := j > 0 && m.body[j-1].punct("##") || j+1 < len(m.body) && m.body[j+1].punct("##")
+			a := args[k]
+			if !raw {
+				a = p.expand(append([]token(nil), a...))
+			}
+			p.work += len(a)
+			if p.failed || p.work > maxCppWork || len(out) > maxCppTokens {
+				if !p.failed {
+					p.errs.add(use.pos, "macro expansion too large (in macro %s)", m.name)
+				}
+				p.failed = true
+				return nil
+			}
+			for n, at := range a {
+				if n == 0 {
+					at.space = t.space
+				}
+				out = append(out, at)
+			}
+			continue
+		}
+		out = append(out, t)
+	}
+	// Paste right to left so earlier indexes stay valid.
+	for k := len(pasteAt) - 1; k >= 0; k-- {
+		i := pasteAt[k]
+		if i == 0 || i == len(out)-1 {
+			out = append(out[:i], out[i+1:]...)
+			continue
+		}
+		glued := relex(out[i-1].text+out[i+1].text, use.pos)
+		rest := append(glued, out[i+2:]...)
+		out = append(out[:i-1], rest...)
+	}
+	hide := append(append([]string(nil), use.hide...), m.name)
+	for i := range out {
+		out[i].pos = use.pos
+		out[i].hide = hide
+		if i == 0 {
+			out[i].space = use.space
+		}
+	}
+	return out
+}

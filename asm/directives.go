@@ -1,0 +1,518 @@
+package asm
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/isa"
+)
+
+func (a *assembler) directive(d token, args []token) {
+	name := strings.ToLower(d.text)
+	switch name {
+	case ".text", ".data", ".bss":
+		if len(args) > 0 {
+			a.errorf(args[0].pos, "%s takes no operands", name)
+			return
+		}
+		a.switchTo(a.getSection(name, defaultFlags(name), name == ".bss"))
+	case ".section", ".pushsection":
+		if name == ".pushsection" {
+			a.secStack = append(a.secStack, a.cur)
+		}
+		a.sectionDirective(d, args)
+	case ".popsection":
+		if len(a.secStack) == 0 {
+			a.errorf(d.pos, ".popsection without .pushsection")
+			return
+		}
+		s := a.secStack[len(a.secStack)-1]
+		a.secStack = a.secStack[:len(a.secStack)-1]
+		a.switchTo(s)
+	case ".previous":
+		if a.prevSec == nil {
+			a.errorf(d.pos, ".previous without an earlier section")
+			return
+		}
+		a.switchTo(a.prevSec)
+	case ".globl", ".global", ".local", ".weak":
+		bind := map[string]elf.Bind{".globl": elf.Global, ".global": elf.Global, ".local": elf.Local, ".weak": elf.Weak}[name]
+		for _, part := range splitCommas(args) {
+			t, ok := a.symName(d, part)
+			if !ok {
+				return
+			}
+			s := a.lookupAt(t)
+			s.bind, s.bindSet = bind, true
+		}
+		if len(args) == 0 {
+			a.errorf(d.pos, "%s: expected symbol names", name)
+		}
+	case ".type":
+		parts := splitCommas(args)
+		if len(parts) != 2 {
+			a.errorf(d.pos, ".type: expected `.type symbol, @function` or `@object`")
+			return
+		}
+		t, ok := a.symName(d, parts[0])
+		if !ok {
+			return
+		}
+		typ := strings.ToLower(strings.TrimLeft(joinTokens(parts[1]), "@%# "))
+		s := a.lookupAt(t)
+		switch typ {
+		case "function", "stt_func":
+			s.typ = elf.Func
+		case "object", "stt_object":
+			s.typ = elf.DataSym
+		case "notype", "stt_notype":
+			s.typ = elf.NoType
+		default:
+			a.errorf(firstPos(parts[1], d), ".type: unknown symbol type %q (want @function, @object or @notype)", joinTokens(parts[1]))
+		}
+	case ".size":
+		parts := splitCommas(args)
+		if len(parts) != 2 {
+			a.errorf(d.pos, ".size: expected `.size symbol, expression`")
+			return
+		}
+		t, ok := a.symName(d, parts[0])
+		if !ok {
+			return
+		}
+		e, err := parseExpr(parts[1], a, false, endPos(d, args))
+		if err != nil {
+			a.exprErr(err, d.pos)
+			return
+		}
+		s := a.lookupAt(t)
+		s.size, s.sizePos = a.freeze(e), firstPos(parts[1], d)
+	case ".set", ".equ", ".equiv":
+		parts := splitCommas(args)
+		if len(parts) < 2 {
+			a.errorf(d.pos, "%s: expected `%s name, expression`", name, name)
+			return
+		}
+		t, ok := a.symName(d, parts[0])
+		if !ok {
+			return
+		}
+		if s := a.syms[t.text]; name == ".equiv" && s != nil && s.kind != symUndef {
+			a.errorf(t.pos, ".equiv: symbol %s is already defined", t.text)
+			return
+		}
+		a.set(t, args[len(parts[0])+1:], d)
+	case ".byte", ".short", ".hword", ".2byte", ".long", ".word", ".int", ".4byte", ".quad", ".8byte":
+		size := map[string]int{".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".word": 4,
+			".int": 4, ".4byte": 4, ".quad": 8, ".8byte": 8}[name]
+		for _, part := range a.items(d, args) {
+			e, err := parseExpr(part, a, false, endPos(d, part))
+			if err != nil {
+				a.exprErr(err, d.pos)
+				return
+			}
+			a.data(size, e, part[0].pos)
+		}
+	case ".float", ".single", ".double", ".half":
+		for _, part := range a.items(d, args) {
+			a.floatItem(name, d, part)
+		}
+	case ".ascii", ".asciz", ".string":
+		for _, part := range a.items(d, args) {
+			if len(part) != 1 || part[0].kind != tStr {
+				a.errorf(part[0].pos, "%s: expected a string, found %q", name, joinTokens(part))
+				return
+			}
+			b, err := unquote(part[0].text)
+			if err != nil {
+				a.errorf(part[0].pos, "%v", err)
+				return
+			}
+			if name != ".ascii" {
+				b = append(b, 0)
+			}
+			a.emit(part[0].pos, b)
+		}
+	case ".space", ".skip", ".zero":
+		parts := splitCommas(args)
+		if len(parts) < 1 || len(parts) > 2 || name == ".zero" && len(parts) != 1 {
+			a.errorf(d.pos, "%s: expected a size and an optional fill byte", name)
+			return
+		}
+		n, ok := a.constExpr(parts[0], d, "size")
+		if !ok {
+			return
+		}
+		fill := int64(0)
+		if len(parts) == 2 {
+			if fill, ok = a.constExpr(parts[1], d, "fill"); !ok {
+				return
+			}
+		}
+		if n < 0 || n > maxOutputBytes {
+			a.errorf(firstPos(parts[0], d), "%s size %d out of range [0, %d]", name, n, maxOutputBytes)
+			return
+		}
+		a.fill(d.pos, n, byte(fill), fill != 0)
+	case ".p2align", ".align", ".balign":
+		a.alignDirective(name, d, args)
+	case ".supervisor":
+		a.ctx = isa.Supervisor
+	case ".worker":
+		a.ctx = isa.Worker
+	case ".allow_optimizations", ".file", ".ident":
+		// Accepted for compatibility with the public toolchain; they do not
+		// change the output.
+	case ".error", ".err":
+		a.errorf(d.pos, "%s", strings.Trim(joinTokens(args), `"`))
+	case ".warning":
+	case ".purgem":
+		if len(args) != 1 || a.macros[args[0].text] == nil {
+			a.errorf(d.pos, ".purgem: expected the name of a defined macro")
+			return
+		}
+		delete(a.macros, args[0].text)
+	default:
+		a.errorf(d.pos, "unknown directive %s", d.text)
+	}
+}
+
+func (a *assembler) items(d token, args []token) [][]token {
+	parts := splitCommas(args)
+	if len(parts) == 0 {
+		a.errorf(endPos(d, nil), "%s: expected at least one value", d.text)
+		return nil
+	}
+	for _, p := range parts {
+		if len(p) == 0 {
+			a.errorf(d.pos, "%s: empty value in the list", d.text)
+			return nil
+		}
+	}
+	return parts
+}
+
+func (a *assembler) symName(d token, part []token) (token, bool) {
+	if len(part) != 1 || part[0].kind != tIdent || strings.HasPrefix(part[0].text, "$") || part[0].text == "." {
+		p := d.pos
+		found := "nothing"
+		if len(part) > 0 {
+			p, found = part[0].pos, strconv.Quote(joinTokens(part))
+		}
+		a.errorf(p, "%s: expected a symbol name, found %s", d.text, found)
+		return token{}, false
+	}
+	return part[0], true
+}
+
+func (a *assembler) switchTo(s *section) {
+	if a.cur != s {
+		a.prevSec = a.cur
+	}
+	a.cur = s
+}
+
+func (a *assembler) sectionDirective(d token, args []token) {
+	parts := splitCommas(args)
+	if len(parts) == 0 || len(parts[0]) != 1 || parts[0][0].kind != tIdent && parts[0][0].kind != tStr {
+		a.errorf(d.pos, ".section: expected a section name")
+		return
+	}
+	nt := parts[0][0]
+	name := nt.text
+	if nt.kind == tStr {
+		b, _ := unquote(name)
+		name = string(b)
+	}
+	flags := defaultFlags(name)
+	nobits := name == ".bss" || strings.HasPrefix(name, ".bss.")
+	explicit := false
+	if len(parts) >= 2 {
+		if len(parts[1]) != 1 || parts[1][0].kind != tStr {
+			a.errorf(firstPos(parts[1], d), `.section: expected flags as a string such as "ax"`)
+			return
+		}
+		explicit = true
+		flags = 0
+		b, _ := unquote(parts[1][0].text)
+		for _, c := range string(b) {
+			switch c {
+			case 'a':
+				flags |= elf.FlagAlloc
+			case 'w':
+				flags |= elf.FlagWrite
+			case 'x':
+				flags |= elf.FlagExec
+			default:
+				a.errorf(firstPos(parts[1], d), ".section: unknown flag %q (want a, w or x)", c)
+				return
+			}
+		}
+	}
+	if len(parts) >= 3 {
+		typ := strings.ToLower(strings.TrimLeft(joinTokens(parts[2]), "@%"))
+		switch typ {
+		case "progbits":
+			nobits = false
+		case "nobits":
+			nobits = true
+		default:
+			a.errorf(firstPos(parts[2], d), ".section: unknown section type %q (want @progbits or @nobits)", joinTokens(parts[2]))
+			return
+		}
+	}
+	if len(parts) > 3 {
+		a.errorf(firstPos(parts[3], d), ".section: too many operands")
+		return
+	}
+	if old, ok := a.secByN[name]; ok {
+		if explicit && (old.flags != flags || old.nobits != nobits) {
+			a.errorf(nt.pos, ".section %s: flags or type differ from its first declaration", name)
+			return
+		}
+		a.switchTo(old)
+		return
+	}
+	a.switchTo(a.getSection(name, flags, nobits))
+}
+
+// emit appends bytes to the current section.
+func (a *assembler) emit(p srcPos, b []byte) (off int64, ok bool) {
+	sec := a.section()
+	off = sec.offset()
+	if sec.nobits {
+		for _, c := range b {
+			if c != 0 {
+				a.errorf(p, "section %s is @nobits: it cannot hold data", sec.name)
+				return off, false
+			}
+		}
+	}
+	a.total += int64(len(b))
+	if a.total > maxOutputBytes {
+		a.errorf(p, "output larger than %d bytes", maxOutputBytes)
+		a.abort = true
+		return off, false
+	}
+	if sec.nobits {
+		sec.size += int64(len(b))
+	} else {
+		sec.data = append(sec.data, b...)
+	}
+	return off, true
+}
+
+func (a *assembler) fill(p srcPos, n int64, b byte, explicit bool) {
+	sec := a.section()
+	if sec.nobits {
+		if explicit {
+			a.errorf(p, "section %s is @nobits: it cannot hold data", sec.name)
+			return
+		}
+		a.total += n
+		if a.total > maxOutputBytes {
+			a.errorf(p, "output larger than %d bytes", maxOutputBytes)
+			a.abort = true
+			return
+		}
+		sec.size += n
+		return
+	}
+	buf := make([]byte, n)
+	for i := range buf {
+		buf[i] = b
+	}
+	a.emit(p, buf)
+}
+
+// data emits a size-byte value; an address becomes a relocation and a value
+// not known yet is patched at the end.
+func (a *assembler) data(size int, e expr, p srcPos) {
+	v, err := a.eval(e, false)
+	var d *deferError
+	if err != nil && !errors.As(err, &d) {
+		a.exprErr(err, p)
+		return
+	}
+	off, ok := a.emit(p, make([]byte, size))
+	if !ok {
+		return
+	}
+	if err != nil {
+		a.fixups = append(a.fixups, fixup{sec: a.section(), off: off, size: size, e: a.freeze(e), pos: p, note: a.note})
+		return
+	}
+	a.putData(a.section(), off, size, v, p)
+}
+
+var dataRelocs = map[int]isa.Reloc{1: isa.Reloc8, 2: isa.Reloc16, 4: isa.Reloc32, 8: isa.Reloc64}
+
+func (a *assembler) putData(sec *section, off int64, size int, v value, p srcPos) {
+	if sec.nobits {
+		a.errorf(p, "section %s is @nobits: it cannot hold data", sec.name)
+		return
+	}
+	if !v.isConst() {
+		a.reloc(sec, off, dataRelocs[size], v, p)
+		return
+	}
+	n := v.off
+	if size < 8 {
+		lo, hi := -(int64(1) << (size*8 - 1)), int64(1)<<(size*8)-1
+		if n < lo || n > hi {
+			a.errorf(p, "value %d does not fit in %d bytes", n, size)
+			return
+		}
+	}
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(n))
+	copy(sec.data[off:off+int64(size)], buf[:size])
+}
+
+// reloc records a relocation at off for value v (an address).
+func (a *assembler) reloc(sec *section, off int64, typ isa.Reloc, v value, p srcPos) {
+	var name string
+	addend := v.off
+	switch {
+	case v.ext != nil:
+		name = v.ext.name
+		v.ext.used = true
+	case v.base != nil && !v.base.numeric:
+		name = v.base.name
+		addend = v.off - v.base.val
+	default:
+		if v.sec.base == nil {
+			v.sec.base = &symbol{name: v.sec.name, kind: symLabel, sec: v.sec}
+		}
+		name = v.sec.name
+	}
+	if addend < math.MinInt32 || addend > math.MaxInt32 {
+		a.errorf(p, "relocation addend %d out of the 32-bit range", addend)
+		return
+	}
+	sec.relocs = append(sec.relocs, elf.Reloc{Offset: uint32(off), Type: typ, Symbol: name, Addend: int32(addend)})
+}
+
+func (a *assembler) floatItem(name string, d token, part []token) {
+	text := joinTokens(part)
+	f, err := strconv.ParseFloat(strings.ReplaceAll(text, " ", ""), 64)
+	if err != nil {
+		n, ok := a.constExpr(part, d, "value")
+		if !ok {
+			return
+		}
+		f = float64(n)
+	}
+	var b []byte
+	switch name {
+	case ".double":
+		b = binary.LittleEndian.AppendUint64(nil, math.Float64bits(f))
+	case ".half":
+		b = binary.LittleEndian.AppendUint16(nil, f32ToF16(float32(f)))
+	default:
+		b = binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(f)))
+	}
+	a.emit(part[0].pos, b)
+}
+
+// f32ToF16 converts to IEEE binary16, rounding to nearest even.
+func f32ToF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	sign := uint16(u>>16) & 0x8000
+	exp := int32(u>>23) & 0xFF
+	man := u & 0x7FFFFF
+	if exp == 0xFF {
+		if man != 0 {
+			return sign | 0x7E00
+		}
+		return sign | 0x7C00
+	}
+	e := exp - 127 + 15
+	if e >= 31 {
+		return sign | 0x7C00
+	}
+	if e <= 0 {
+		if e < -10 {
+			return sign
+		}
+		man |= 0x800000
+		shift := uint32(14 - e)
+		half := man >> shift
+		rem := man & (1<<shift - 1)
+		mid := uint32(1) << (shift - 1)
+		if rem > mid || rem == mid && half&1 != 0 {
+			half++
+		}
+		return sign | uint16(half)
+	}
+	half := uint32(e)<<10 | man>>13
+	rem := man & 0x1FFF
+	if rem > 0x1000 || rem == 0x1000 && half&1 != 0 {
+		half++ // may carry into the exponent, which is the right answer
+	}
+	return sign | uint16(half)
+}
+
+func (a *assembler) alignDirective(name string, d token, args []token) {
+	parts := splitCommas(args)
+	if len(parts) < 1 || len(parts) > 3 {
+		a.errorf(d.pos, "%s: expected an alignment and an optional fill", name)
+		return
+	}
+	n, ok := a.constExpr(parts[0], d, "alignment")
+	if !ok {
+		return
+	}
+	var align int64
+	if name == ".p2align" {
+		if n < 0 || n > 16 {
+			a.errorf(firstPos(parts[0], d), ".p2align %d out of range [0, 16]", n)
+			return
+		}
+		align = 1 << n
+	} else {
+		if n < 1 || n > 1<<16 || bits.OnesCount64(uint64(n)) != 1 {
+			a.errorf(firstPos(parts[0], d), "%s %d is not a power of two in [1, 65536]", name, n)
+			return
+		}
+		align = n
+	}
+	fill, explicit := int64(0), false
+	if len(parts) >= 2 && len(parts[1]) > 0 {
+		if fill, ok = a.constExpr(parts[1], d, "fill"); !ok {
+			return
+		}
+		explicit = true
+	}
+	max := int64(-1)
+	if len(parts) == 3 {
+		if max, ok = a.constExpr(parts[2], d, "maximum"); !ok {
+			return
+		}
+	}
+	sec := a.section()
+	if uint32(align) > sec.align {
+		sec.align = uint32(align)
+	}
+	off := sec.offset()
+	pad := (align - off%align) % align
+	if pad == 0 || max >= 0 && pad > max {
+		return
+	}
+	// Code is padded with nops so that falling through the gap is harmless.
+	if !explicit && sec.flags&elf.FlagExec != 0 && !sec.nobits && a.nopRow != nil && off%4 == 0 {
+		w, err := a.nopRow.Encode(nil, false)
+		if err == nil {
+			for k := int64(0); k < pad/4; k++ {
+				a.emit(d.pos, binary.LittleEndian.AppendUint32(nil, w[0]))
+			}
+			return
+		}
+	}
+	a.fill(d.pos, pad, byte(fill), explicit && fill != 0)
+}

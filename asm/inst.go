@@ -1,0 +1,562 @@
+package asm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ipustack/ipustack/isa"
+)
+
+// operand is one written instruction operand.
+type operand struct {
+	pos   srcPos
+	text  string
+	reg   bool     // a register or register group
+	kind  isa.Kind // for registers
+	num   int64    // first register number
+	csr   string   // the name of a control register written as $NAME
+	e     expr     // immediates and CSR numbers
+	v     value
+	known bool
+}
+
+// regKind maps a written register (file, count, post-increment) to its kind.
+func regKind(file string, count int, inc bool) (isa.Kind, bool) {
+	switch {
+	case file == "m" && count == 1 && !inc:
+		return isa.KindMReg, true
+	case file == "m" && count == 1:
+		return isa.KindMRegInc, true
+	case file == "m" && count == 2 && !inc:
+		return isa.KindMPair, true
+	case file == "m" && count == 2:
+		return isa.KindMPairInc, true
+	case file == "a" && !inc && count == 1:
+		return isa.KindAReg, true
+	case file == "a" && !inc && count == 2:
+		return isa.KindAPair, true
+	case file == "a" && !inc && count == 4:
+		return isa.KindAQuad, true
+	}
+	return 0, false
+}
+
+func kindDesc(k isa.Kind) string {
+	switch k {
+	case isa.KindMReg:
+		return "an $m register"
+	case isa.KindAReg:
+		return "an $a register"
+	case isa.KindAPair:
+		return "an $a register pair ($aN:N+1)"
+	case isa.KindAQuad:
+		return "an $a register quad ($aN:N+3)"
+	case isa.KindMPair:
+		return "an $m register pair ($mN:N+1)"
+	case isa.KindMRegInc:
+		return "a post-incremented $m register ($mN+=)"
+	case isa.KindMPairInc:
+		return "a post-incremented $m register pair ($mN:N+1+=)"
+	case isa.KindCSR:
+		return "a control register ($NAME or number)"
+	}
+	return "an immediate"
+}
+
+func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
+	parts := splitCommas(args)
+	ops := make([]*operand, 0, len(parts))
+	for i, part := range parts {
+		if len(part) == 0 {
+			p := mn.pos
+			if i > 0 && len(parts[i-1]) > 0 {
+				p = endPos(mn, parts[i-1])
+			}
+			a.errorf(p, "%s: operand %d is empty", mn.text, i+1)
+			return nil, false
+		}
+		op := &operand{pos: part[0].pos, text: joinTokens(part)}
+		t := part[0]
+		if t.kind == tIdent && strings.HasPrefix(t.text, "$") {
+			name := t.text[1:]
+			rest := part[1:]
+			ranged := false
+			if len(rest) >= 2 && rest[0].punct(":") && (rest[1].kind == tNum || rest[1].kind == tIdent) {
+				name += ":" + rest[1].text
+				rest = rest[2:]
+				ranged = true
+			}
+			inc := false
+			if len(rest) > 0 && rest[0].punct("+=") {
+				inc = true
+				rest = rest[1:]
+			}
+			if len(rest) > 0 {
+				a.errorf(rest[0].pos, "%s: unexpected %q after %s", mn.text, rest[0].text, t.text)
+				return nil, false
+			}
+			if file, first, count, ok := isa.ParseRegister(name); ok {
+				k, ok := regKind(file, count, inc)
+				if !ok {
+					a.errorf(t.pos, "%s: %s is not a register, register pair or quad the machine has", mn.text, op.text)
+					return nil, false
+				}
+				op.reg, op.kind, op.num, op.known = true, k, int64(first), true
+			} else if _, ok := isa.CSRByName(name); ok && !ranged && !inc {
+				// The number depends on the row's CSR space and the
+				// context; rows resolve it when they are tried.
+				op.csr, op.known = name, true
+			} else {
+				a.errorf(t.pos, "%s: unknown register or control register %s", mn.text, op.text)
+				return nil, false
+			}
+			ops = append(ops, op)
+			continue
+		}
+		e, err := parseExpr(part, a, false, endPos(mn, part))
+		if err != nil {
+			a.exprErr(err, part[0].pos)
+			return nil, false
+		}
+		v, err := a.eval(e, false)
+		var d *deferError
+		switch {
+		case err == nil:
+			op.v, op.known = v, true
+		case errors.As(err, &d):
+			op.e = a.freeze(e)
+		default:
+			a.exprErr(err, part[0].pos)
+			return nil, false
+		}
+		ops = append(ops, op)
+	}
+	return ops, true
+}
+
+// accepts reports whether row r takes the operands; unknown values (pass
+// one) are accepted by any immediate field. It returns the index of the first
+// operand that does not fit, and why.
+func accepts(r *isa.Inst, ops []*operand, ctx isa.Context) (bad int, why string) {
+	for i, op := range ops {
+		o := &r.Operands[i]
+		switch {
+		case op.reg:
+			if o.Kind != op.kind {
+				return i, "kind"
+			}
+			if o.Check(op.num) != nil {
+				return i, "value"
+			}
+		case op.csr != "":
+			if o.Kind != isa.KindCSR {
+				return i, "kind"
+			}
+			n, ok := o.CSRNumber(ctx, op.csr)
+			if !ok {
+				return i, "csr"
+			}
+			if o.Check(n) != nil {
+				return i, "value"
+			}
+		default:
+			if o.Kind != isa.KindImm && o.Kind != isa.KindCSR {
+				return i, "kind"
+			}
+			if !op.known {
+				continue
+			}
+			if !op.v.isConst() {
+				if o.Reloc == isa.RelocNone {
+					return i, "reloc"
+				}
+				continue
+			}
+			if o.Check(op.v.off) != nil {
+				return i, "value"
+			}
+		}
+	}
+	return -1, ""
+}
+
+// selectRow picks the first row that accepts the operands (the rule
+// isa.Format relies on), or explains why none does.
+func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*isa.Inst, *operand, string) {
+	bestBad, var0 := -1, []*isa.Inst(nil)
+	counts := map[int]bool{}
+	for _, r := range rows {
+		counts[len(r.Operands)] = true
+		if len(r.Operands) != len(ops) {
+			continue
+		}
+		bad, _ := accepts(r, ops, ctx)
+		if bad < 0 {
+			return r, nil, ""
+		}
+		if bad > bestBad {
+			bestBad, var0 = bad, nil
+		}
+		if bad == bestBad {
+			var0 = append(var0, r)
+		}
+	}
+	if var0 == nil {
+		var ns []string
+		for n := 0; n <= 8; n++ {
+			if counts[n] {
+				ns = append(ns, fmt.Sprint(n))
+			}
+		}
+		want := strings.Join(ns, " or ")
+		if len(ns) > 2 {
+			want = strings.Join(ns[:len(ns)-1], ", ") + " or " + ns[len(ns)-1]
+		}
+		return nil, nil, fmt.Sprintf("%s: expected %s operands, found %d", mn, want, len(ops))
+	}
+	op := ops[bestBad]
+	// Report a value problem in preference to a kind mismatch: a row of the
+	// right kind is what the writer most likely meant.
+	r := var0[0]
+	_, why := accepts(r, ops, ctx)
+	for _, c := range var0 {
+		if _, w := accepts(c, ops, ctx); w != "kind" {
+			r, why = c, w
+			break
+		}
+	}
+	o := &r.Operands[bestBad]
+	if why == "value" && !op.reg && op.csr == "" {
+		// Immediates: name the union of the ranges the rows accept.
+		lo, hi := o.Range()
+		aligned := true
+		for _, c := range var0 {
+			if _, w := accepts(c, ops, ctx); w == "value" {
+				l, h := c.Operands[bestBad].Range()
+				lo, hi = min(lo, l), max(hi, h)
+				if c.Operands[bestBad].Shift != 0 {
+					aligned = false
+				}
+			}
+		}
+		if aligned && (op.v.off < lo || op.v.off > hi) {
+			return nil, op, fmt.Sprintf("value %d out of range [%d, %d] for operand %d of %s", op.v.off, lo, hi, bestBad+1, mn)
+		}
+	}
+	switch why {
+	case "kind":
+		var descs []string
+		seen := map[string]bool{}
+		for _, r := range var0 {
+			d := kindDesc(r.Operands[bestBad].Kind)
+			if !seen[d] {
+				seen[d] = true
+				descs = append(descs, d)
+			}
+		}
+		return nil, op, fmt.Sprintf("%s: operand %d: expected %s, found %s", mn, bestBad+1, strings.Join(descs, " or "), op.text)
+	case "csr":
+		space := r.Operands[bestBad].CSR.String()
+		if r.Operands[bestBad].CSR == isa.CSRLower && ctx != 0 {
+			space = ctx.String()
+		}
+		return nil, op, fmt.Sprintf("%s: operand %d: %s is not a control register of the %s space", mn, bestBad+1, op.text, space)
+	case "reloc":
+		return nil, op, fmt.Sprintf("%s: operand %d: %s is an address, known only at link time, and this operand takes no relocation", mn, bestBad+1, op.text)
+	}
+	v := op.num
+	if !op.reg {
+		v = op.v.off
+	}
+	if op.csr != "" {
+		v, _ = o.CSRNumber(ctx, op.csr)
+	}
+	err := o.Check(v)
+	if op.reg {
+		return nil, op, fmt.Sprintf("%s: operand %d: %s is not aligned to a group of %d registers", mn, bestBad+1, op.text, int64(1)<<o.Shift)
+	}
+	return nil, op, fmt.Sprintf("%v for operand %d of %s", err, bestBad+1, mn)
+}
+
+// candidates returns the rows an instruction may use in the current context.
+func (a *assembler) candidates(mn token, inBundle bool) []*isa.Inst {
+	name := strings.ToLower(mn.text)
+	var rows []*isa.Inst
+	if r := isa.ByID(name); r != nil && strings.Contains(name, ".") {
+		rows = []*isa.Inst{r}
+	} else {
+		rows = isa.ByMnemonic(name)
+	}
+	if len(rows) == 0 {
+		if base, v, ok := strings.Cut(name, "."); ok && len(isa.ByMnemonic(base)) > 0 {
+			a.errorf(mn.pos, "%s has no variant %q", base, v)
+		} else {
+			a.errorf(mn.pos, "unknown mnemonic %q", mn.text)
+		}
+		return nil
+	}
+	ctx := a.ctx
+	if inBundle {
+		ctx = isa.Worker
+	}
+	if ctx != 0 {
+		var in []*isa.Inst
+		for _, r := range rows {
+			if r.Ctx&ctx != 0 {
+				in = append(in, r)
+			}
+		}
+		if len(in) == 0 {
+			a.errorf(mn.pos, "%s is a %s instruction: not allowed in %s code", mn.text, rows[0].Ctx, ctx)
+			return nil
+		}
+		rows = in
+	}
+	if inBundle {
+		var co []*isa.Inst
+		for _, r := range rows {
+			if r.CoIssue {
+				co = append(co, r)
+			}
+		}
+		if len(co) == 0 {
+			a.errorf(mn.pos, "%s cannot be co-issued: it may not appear in a bundle", mn.text)
+			return nil
+		}
+		rows = co
+	}
+	return rows
+}
+
+// pending is an instruction whose row is chosen but whose words are not
+// written yet (bundles, and operands that need later symbols).
+type pending struct {
+	mn   token
+	rows []*isa.Inst
+	row  *isa.Inst
+	ops  []*operand
+	note string
+	ctx  isa.Context // context the operands are read in (CSR names)
+}
+
+func (p *pending) allKnown() bool {
+	for _, op := range p.ops {
+		if !op.known {
+			return false
+		}
+	}
+	return true
+}
+
+type bundleState struct {
+	pos    srcPos
+	insts  []*pending
+	failed bool // an instruction of the bundle had an error
+}
+
+type fixup struct {
+	sec  *section
+	off  int64
+	pos  srcPos
+	note string
+	// data fixups
+	size int
+	e    expr
+	// instruction fixups
+	inst    *pending
+	coissue bool
+}
+
+func (a *assembler) instruction(mn token, args []token) {
+	inBundle := a.bundle != nil
+	accepted := false
+	if inBundle {
+		// After an error in one of its instructions, the bundle's own
+		// checks would only repeat it.
+		b := a.bundle
+		defer func() {
+			if !accepted {
+				b.failed = true
+			}
+		}()
+	}
+	rows := a.candidates(mn, inBundle)
+	if rows == nil {
+		return
+	}
+	if inBundle {
+		a.dotExtra = 4 * int64(len(a.bundle.insts))
+	}
+	ops, ok := a.parseOperands(mn, args)
+	a.dotExtra = 0
+	if !ok {
+		return
+	}
+	ctx := a.ctx
+	if inBundle {
+		ctx = isa.Worker
+	}
+	row, bad, msg := selectRow(mn.text, rows, ops, ctx)
+	if row == nil {
+		p := mn.pos
+		if bad != nil {
+			p = bad.pos
+		}
+		a.errorf(p, "%s", msg)
+		return
+	}
+	pi := &pending{mn: mn, rows: rows, row: row, ops: ops, note: a.note, ctx: ctx}
+	if inBundle {
+		a.bundle.insts = append(a.bundle.insts, pi)
+		accepted = true
+		return
+	}
+	a.place(pi, false)
+}
+
+// place reserves the instruction's words and encodes it now or at the end.
+func (a *assembler) place(pi *pending, coissue bool) {
+	sec := a.section()
+	off := sec.offset()
+	if off%4 != 0 {
+		a.errorf(pi.mn.pos, "instruction at %s+0x%x is not 4-byte aligned", sec.name, off)
+		return
+	}
+	if sec.nobits {
+		a.errorf(pi.mn.pos, "section %s is @nobits: it cannot hold instructions", sec.name)
+		return
+	}
+	sec.hasCode = true
+	if sec.align < 4 {
+		sec.align = 4
+	}
+	if _, ok := a.emit(pi.mn.pos, make([]byte, pi.row.Size())); !ok {
+		return
+	}
+	if !pi.allKnown() {
+		a.fixups = append(a.fixups, fixup{sec: sec, off: off, pos: pi.mn.pos, note: pi.note, inst: pi, coissue: coissue})
+		return
+	}
+	a.encode(sec, off, pi.row, pi, coissue)
+}
+
+func (a *assembler) encode(sec *section, off int64, r *isa.Inst, pi *pending, coissue bool) {
+	vals := make([]int64, len(pi.ops))
+	for i, op := range pi.ops {
+		switch {
+		case op.reg:
+			vals[i] = op.num
+		case op.csr != "":
+			vals[i], _ = r.Operands[i].CSRNumber(pi.ctx, op.csr)
+		case op.v.isConst():
+			vals[i] = op.v.off
+		default:
+			// Symbolic: the field stays 0 and the linker patches it.
+			o := &r.Operands[i]
+			a.reloc(sec, off+4*int64(o.Fields[0].Word), o.Reloc, op.v, op.pos)
+		}
+	}
+	words, err := r.Encode(vals, coissue)
+	if err != nil {
+		a.errorf(pi.mn.pos, "%v", err)
+		return
+	}
+	for k, w := range words {
+		binary.LittleEndian.PutUint32(sec.data[off+4*int64(k):], w)
+	}
+}
+
+// closeBundle checks the co-issue rules and emits main then aux.
+func (a *assembler) closeBundle() {
+	b := a.bundle
+	a.bundle = nil
+	if b.failed {
+		return
+	}
+	if a.ctx == isa.Supervisor {
+		a.errorf(b.pos, "bundles are only allowed in worker code (the supervisor has no aux pipe)")
+		return
+	}
+	if len(b.insts) != 2 {
+		a.errorf(b.pos, "a bundle holds exactly two instructions (one main, one aux), found %d", len(b.insts))
+		return
+	}
+	x, y := b.insts[0], b.insts[1]
+	if x.row.Pipe == y.row.Pipe {
+		a.errorf(b.pos, "a bundle needs one main-pipe and one aux-pipe instruction: %s and %s both use the %s pipe", x.mn.text, y.mn.text, x.row.Pipe)
+		return
+	}
+	if x.row.Pipe != isa.Main {
+		x, y = y, x
+	}
+	sec := a.section()
+	if off := sec.offset(); off%8 != 0 {
+		a.errorf(b.pos, "bundle at %s+0x%x is not 8-byte aligned", sec.name, off)
+		return
+	}
+	sec.hasBundle = true
+	a.place(x, true)
+	a.place(y, false)
+}
+
+// finishInput reports blocks left open at the end of the input.
+func (a *assembler) finishInput() {
+	if a.bundle != nil {
+		a.errorf(a.bundle.pos, "bundle { without }")
+		a.bundle = nil
+	}
+}
+
+// finish resolves everything that waited for the end of the input.
+func (a *assembler) finish() {
+	for _, f := range a.fixups {
+		a.note = f.note
+		if f.inst == nil {
+			v, err := a.eval(f.e, true)
+			if err != nil {
+				a.exprErr(err, f.pos)
+				continue
+			}
+			a.putData(f.sec, f.off, f.size, v, f.pos)
+			continue
+		}
+		pi := f.inst
+		ok := true
+		for _, op := range pi.ops {
+			if op.known {
+				continue
+			}
+			v, err := a.eval(op.e, true)
+			if err != nil {
+				a.exprErr(err, op.pos)
+				ok = false
+				break
+			}
+			op.v, op.known = v, true
+		}
+		if !ok {
+			continue
+		}
+		// The words are already reserved: only rows of the same size and
+		// pipe can take the final values.
+		var rows []*isa.Inst
+		for _, r := range pi.rows {
+			if r.Words == pi.row.Words && r.Pipe == pi.row.Pipe {
+				rows = append(rows, r)
+			}
+		}
+		r, bad, msg := selectRow(pi.mn.text, rows, pi.ops, pi.ctx)
+		if r == nil {
+			p := pi.mn.pos
+			if bad != nil {
+				p = bad.pos
+			}
+			a.errorf(p, "%s", msg)
+			continue
+		}
+		a.encode(f.sec, f.off, r, pi, f.coissue)
+	}
+	a.note = ""
+}

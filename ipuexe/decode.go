@@ -1,0 +1,385 @@
+package ipuexe
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"capnproto.org/go/capnp/v3"
+
+	"github.com/ipustack/ipustack/ipuexe/schema"
+	"github.com/ipustack/ipustack/target"
+)
+
+// Errors Read and Decode return, for errors.Is. Every returned error also
+// says what exactly was wrong.
+var (
+	ErrMagic     = errors.New("ipuexe: not an ipuexe package")
+	ErrVersion   = errors.New("ipuexe: unsupported format version")
+	ErrTruncated = errors.New("ipuexe: truncated package")
+	ErrChecksum  = errors.New("ipuexe: checksum mismatch")
+	ErrCorrupt   = errors.New("ipuexe: corrupt package")
+	ErrTarget    = errors.New("ipuexe: unknown target")
+	ErrInvalid   = errors.New("ipuexe: invalid package")
+)
+
+// Read decodes a package file and validates it against the target it
+// names. It returns a package only if the file is intact and the package
+// is valid: what Read returns can be loaded.
+//
+// The returned package refers into data (segment bytes are not copied,
+// which is what lets a whole-chip package load in a fraction of a
+// second); data must not change while the package is in use.
+func Read(data []byte) (*Package, error) {
+	p, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	t, err := target.Lookup(p.Target)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrTarget, p.Target, err)
+	}
+	if err := p.Validate(t); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Decode checks a package file's header and checksum and decodes it,
+// without validating the content. It is for tools that show a package
+// (ipu inspect) and must also show one that Validate refuses. Like Read,
+// it returns segment data that refers into data.
+func Decode(data []byte) (*Package, error) {
+	if len(data) < len(Magic) || !bytes.Equal(data[:len(Magic)], []byte(Magic)) {
+		n := min(len(data), len(Magic))
+		return nil, fmt.Errorf("%w: magic %q, want %q", ErrMagic, data[:n], Magic)
+	}
+	if len(data) < HeaderSize {
+		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrTruncated, len(data), HeaderSize)
+	}
+	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
+		return nil, fmt.Errorf("%w: format version %d, this reader supports %d", ErrVersion, v, FormatVersion)
+	}
+	if r := binary.LittleEndian.Uint32(data[12:]); r != 0 {
+		return nil, fmt.Errorf("%w: header reserved word is %#x, want 0", ErrCorrupt, r)
+	}
+	n := binary.LittleEndian.Uint64(data[16:])
+	have := uint64(len(data) - HeaderSize)
+	switch {
+	case n > have:
+		return nil, fmt.Errorf("%w: header says %d content bytes, file has %d", ErrTruncated, n, have)
+	case n < have:
+		return nil, fmt.Errorf("%w: %d bytes after the %d content bytes", ErrCorrupt, have-n, n)
+	}
+	content := data[HeaderSize:]
+	if sum := sha256.Sum256(content); !bytes.Equal(sum[:], data[24:56]) {
+		return nil, fmt.Errorf("%w: content SHA-256 is %x, header says %x", ErrChecksum, sum, data[24:56])
+	}
+	p, err := decodeContent(content)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return p, nil
+}
+
+// decodeContent decodes the Cap'n Proto message. The checksum already
+// vouches for the bytes, but a file can be written by anything, so every
+// step still fails cleanly on nonsense.
+func decodeContent(content []byte) (*Package, error) {
+	msg, err := capnp.Unmarshal(content)
+	if err != nil {
+		return nil, err
+	}
+	// Bytes past the message would be covered by the checksum but never
+	// looked at by any reader: refuse them.
+	if s, err := msg.TotalSize(); err != nil {
+		return nil, err
+	} else if s != uint64(len(content)) {
+		return nil, fmt.Errorf("stream framing covers %d bytes, content is %d", s, len(content))
+	}
+	// Cap'n Proto stops a reader after it has traversed its limit of bytes
+	// (64 MiB by default). A package reads each object once, so twice its
+	// size is plenty; the limit still protects against messages whose
+	// pointers make the reader visit the same bytes over and over.
+	msg.ResetReadLimit(2*uint64(len(content)) + 1<<20)
+	d := decoder{}
+	p := d.pkg(msg)
+	if d.err != nil {
+		return nil, d.err
+	}
+	return p, nil
+}
+
+// decoder keeps the first error, with the path of the field it came from.
+type decoder struct{ err error }
+
+func (d *decoder) fail(path string, err error) {
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("%s: %w", path, err)
+	}
+}
+
+func (d *decoder) text(path string, get func() (string, error)) string {
+	s, err := get()
+	d.fail(path, err)
+	return s
+}
+
+func (d *decoder) pkg(msg *capnp.Message) *Package {
+	root, err := schema.ReadRootPackage(msg)
+	if err != nil {
+		d.fail("root", err)
+		return nil
+	}
+	if v := root.FormatVersion(); v != FormatVersion {
+		d.fail("formatVersion", fmt.Errorf("%d disagrees with the header's %d", v, FormatVersion))
+		return nil
+	}
+	p := &Package{
+		CompilerVersion: d.text("compilerVersion", root.CompilerVersion),
+		Target:          d.text("target", root.Target),
+		MemoryBase:      root.MemoryBase(),
+		MemorySize:      root.MemorySize(),
+	}
+
+	bl, err := root.Blobs()
+	d.fail("blobs", err)
+	blobs := make([][]byte, bl.Len())
+	for i := range blobs {
+		b, err := bl.At(i)
+		d.fail(fmt.Sprintf("blobs[%d]", i), err)
+		if len(b) > 0 {
+			// Cap the slice so an append by a user cannot write into the
+			// next object of the file.
+			blobs[i] = b[:len(b):len(b)]
+		}
+	}
+
+	tl, err := root.Tiles()
+	d.fail("tiles", err)
+	if n := tl.Len(); n > 0 {
+		p.Tiles = make([]Tile, n)
+	}
+	for i := range p.Tiles {
+		if d.err != nil {
+			return nil
+		}
+		ct := tl.At(i)
+		t := &p.Tiles[i]
+		t.Physical = ct.Physical()
+		t.Entry = ct.Entry()
+		path := fmt.Sprintf("tiles[%d] (tile %d)", i, t.Physical)
+		sl, err := ct.Segments()
+		d.fail(path+".segments", err)
+		if n := sl.Len(); n > 0 {
+			t.Segments = make([]Segment, n)
+		}
+		for j := range t.Segments {
+			cs := sl.At(j)
+			s := &t.Segments[j]
+			s.Address = cs.Address()
+			s.MemSize = cs.MemorySize()
+			s.Flags = Flags(cs.Flags())
+			if ref := cs.Blob(); ref != 0 {
+				if uint64(ref) > uint64(len(blobs)) {
+					d.fail(fmt.Sprintf("%s segment %d at %#x", path, j, s.Address),
+						fmt.Errorf("blob %d of %d", ref, len(blobs)))
+					return nil
+				}
+				s.Data = blobs[ref-1]
+			}
+		}
+		syms, err := ct.Symbols()
+		d.fail(path+".symbols", err)
+		t.Symbols = d.symbols(path+".symbols", syms)
+	}
+
+	p.Inputs = d.bindings("inputs", root.Inputs)
+	p.Outputs = d.bindings("outputs", root.Outputs)
+	p.Weights = d.bindings("weights", root.Weights)
+
+	host, err := root.Host()
+	d.fail("host", err)
+	d.host(host, &p.Host)
+
+	cl, err := root.Config()
+	d.fail("config", err)
+	if n := cl.Len(); n > 0 {
+		p.Config = make([]ConfigWrite, n)
+		for i := range p.Config {
+			cw := cl.At(i)
+			p.Config[i] = ConfigWrite{Offset: cw.Offset(), Value: cw.Value()}
+		}
+	}
+
+	prof, err := root.Profile()
+	d.fail("profile", err)
+	d.profile(prof, &p.Profile)
+
+	syms, err := root.Symbols()
+	d.fail("symbols", err)
+	p.Symbols = d.symbols("symbols", syms)
+	if d.err != nil {
+		return nil
+	}
+	return p
+}
+
+func (d *decoder) symbols(path string, l schema.Symbol_List) []Symbol {
+	if l.Len() == 0 {
+		return nil
+	}
+	out := make([]Symbol, l.Len())
+	for i := range out {
+		cs := l.At(i)
+		out[i] = Symbol{
+			Name:    d.text(fmt.Sprintf("%s[%d].name", path, i), cs.Name),
+			Address: cs.Address(),
+			Size:    cs.Size(),
+		}
+	}
+	return out
+}
+
+func (d *decoder) bindings(path string, get func() (schema.Binding_List, error)) []Binding {
+	l, err := get()
+	d.fail(path, err)
+	if l.Len() == 0 || d.err != nil {
+		return nil
+	}
+	out := make([]Binding, l.Len())
+	for i := range out {
+		if d.err != nil {
+			return nil
+		}
+		cb := l.At(i)
+		b := &out[i]
+		bp := fmt.Sprintf("%s[%d]", path, i)
+		b.Name = d.text(bp+".name", cb.Name)
+		b.DType = DType(d.text(bp+".dtype", cb.Dtype))
+		shape, err := cb.Shape()
+		d.fail(bp+".shape", err)
+		if n := shape.Len(); n > 0 {
+			b.Shape = make([]uint32, n)
+			for j := range b.Shape {
+				b.Shape[j] = shape.At(j)
+			}
+		}
+		sl, err := cb.Slices()
+		d.fail(bp+".slices", err)
+		if n := sl.Len(); n > 0 {
+			b.Slices = make([]Slice, n)
+			for j := range b.Slices {
+				cs := sl.At(j)
+				b.Slices[j] = Slice{Tile: cs.Tile(), Address: cs.Address(), Offset: cs.Offset(), Length: cs.Length()}
+			}
+		}
+	}
+	return out
+}
+
+func (d *decoder) host(ch schema.HostExchange, h *HostExchange) {
+	if d.err != nil {
+		return
+	}
+	h.CommandPage = ch.CommandPage()
+	h.CommandOffset = ch.CommandOffset()
+	h.SlotSize = ch.SlotSize()
+	pl, err := ch.Pages()
+	d.fail("host.pages", err)
+	if n := pl.Len(); n > 0 {
+		h.Pages = make([]HostPage, n)
+		for i := range h.Pages {
+			cp := pl.At(i)
+			h.Pages[i] = HostPage{Index: cp.Index(), Size: cp.Size()}
+		}
+	}
+	cl, err := ch.Calls()
+	d.fail("host.calls", err)
+	if cl.Len() == 0 {
+		return
+	}
+	h.Calls = make([]HostCall, cl.Len())
+	for i := range h.Calls {
+		if d.err != nil {
+			return
+		}
+		cc := cl.At(i)
+		c := &h.Calls[i]
+		path := fmt.Sprintf("host.calls[%d]", i)
+		c.Name = d.text(path+".name", cc.Name)
+		c.Command = cc.Command()
+		phl, err := cc.Phases()
+		d.fail(path+".phases", err)
+		if phl.Len() == 0 {
+			continue
+		}
+		c.Phases = make([]HostPhase, phl.Len())
+		for j := range c.Phases {
+			tl, err := phl.At(j).Transfers()
+			d.fail(fmt.Sprintf("%s.phases[%d]", path, j), err)
+			if tl.Len() == 0 {
+				continue
+			}
+			trs := make([]HostTransfer, tl.Len())
+			for k := range trs {
+				ct := tl.At(k)
+				kind := ct.Kind()
+				if kind > 255 {
+					kind = 255 // unknown either way; Validate reports it
+				}
+				trs[k] = HostTransfer{
+					Kind:        BindingKind(kind),
+					Binding:     ct.Binding(),
+					Slice:       ct.Slice(),
+					SliceOffset: ct.SliceOffset(),
+					Length:      ct.Length(),
+					Page:        ct.Page(),
+					PageOffset:  ct.PageOffset(),
+				}
+			}
+			c.Phases[j].Transfers = trs
+		}
+	}
+}
+
+func (d *decoder) profile(cp schema.Profile, pr *Profile) {
+	if d.err != nil {
+		return
+	}
+	sl, err := cp.Steps()
+	d.fail("profile.steps", err)
+	if n := sl.Len(); n > 0 {
+		pr.Steps = make([]ProfileStep, n)
+		for i := range pr.Steps {
+			cs := sl.At(i)
+			path := fmt.Sprintf("profile.steps[%d]", i)
+			pr.Steps[i] = ProfileStep{
+				Name: d.text(path+".name", cs.Name),
+				Kind: d.text(path+".kind", cs.Kind),
+			}
+		}
+	}
+	tl, err := cp.Tiles()
+	d.fail("profile.tiles", err)
+	if tl.Len() == 0 {
+		return
+	}
+	pr.Tiles = make([]TileProfile, tl.Len())
+	for i := range pr.Tiles {
+		ct := tl.At(i)
+		t := &pr.Tiles[i]
+		t.Tile = ct.Tile()
+		ss, err := ct.Samples()
+		d.fail(fmt.Sprintf("profile.tiles[%d]", i), err)
+		if n := ss.Len(); n > 0 {
+			t.Samples = make([]ProfileSample, n)
+			for j := range t.Samples {
+				cs := ss.At(j)
+				t.Samples[j] = ProfileSample{Address: cs.Address(), Step: cs.Step()}
+			}
+		}
+	}
+}

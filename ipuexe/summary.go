@@ -1,0 +1,139 @@
+package ipuexe
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Summary describes p in a few lines of text for `ipu inspect`: tiles and
+// bytes by segment kind, bindings, host calls, configuration writes,
+// profile samples and symbols. It works on any decoded package, valid or
+// not, and its output depends only on p, so it can be compared against a
+// golden file.
+func Summary(p *Package) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "package: target %s, compiler %q, format %d\n", p.Target, p.CompilerVersion, FormatVersion)
+	fmt.Fprintf(&b, "tile memory: %s (%d bytes)\n", span(p.MemoryBase, uint64(p.MemorySize)), p.MemorySize)
+
+	// Tiles and segment bytes.
+	type flagStats struct{ segments, loaded, zero uint64 }
+	byFlags := map[Flags]*flagStats{}
+	var code, data, zero, nsegs uint64
+	var maxFoot uint64
+	maxTile := uint32(0)
+	ids := make([]uint32, 0, len(p.Tiles))
+	for _, t := range p.Tiles {
+		ids = append(ids, t.Physical)
+		var foot uint64
+		for _, s := range t.Segments {
+			nsegs++
+			loaded := uint64(len(s.Data))
+			z := uint64(0)
+			if uint64(s.MemSize) > loaded {
+				z = uint64(s.MemSize) - loaded
+			}
+			if s.Flags&FlagExec != 0 {
+				code += loaded
+			} else {
+				data += loaded
+			}
+			zero += z
+			fs := byFlags[s.Flags]
+			if fs == nil {
+				fs = &flagStats{}
+				byFlags[s.Flags] = fs
+			}
+			fs.segments++
+			fs.loaded += loaded
+			fs.zero += z
+			foot += uint64(s.MemSize)
+		}
+		if foot > maxFoot {
+			maxFoot, maxTile = foot, t.Physical
+		}
+	}
+	slices.Sort(ids)
+	fmt.Fprintf(&b, "tiles: %d%s, %d segments\n", len(p.Tiles), idRange(ids), nsegs)
+	if len(p.Tiles) > 0 {
+		fmt.Fprintf(&b, "largest tile: tile %d, %d bytes of segments\n", maxTile, maxFoot)
+	}
+	fmt.Fprintf(&b, "bytes: code %d, data %d, zero-fill %d\n", code, data, zero)
+	if len(byFlags) > 0 {
+		flags := make([]Flags, 0, len(byFlags))
+		for f := range byFlags {
+			flags = append(flags, f)
+		}
+		slices.Sort(flags)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  flags\tsegments\tloaded\tzero-fill\t")
+		for _, f := range flags {
+			fs := byFlags[f]
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", f, fs.segments, fs.loaded, fs.zero)
+		}
+		tw.Flush()
+	}
+
+	for _, k := range []BindingKind{KindInput, KindOutput, KindWeight} {
+		bs := p.bindings(k)
+		fmt.Fprintf(&b, "%s: %d\n", k, len(bs))
+		for _, bd := range bs {
+			size := "?"
+			if n, ok := bd.Bytes(); ok {
+				size = fmt.Sprint(n)
+			}
+			tiles := map[uint32]bool{}
+			for _, s := range bd.Slices {
+				tiles[s.Tile] = true
+			}
+			fmt.Fprintf(&b, "  %s %s %v: %s bytes, %d slices on %d tiles\n",
+				bd.Name, bd.DType, bd.Shape, size, len(bd.Slices), len(tiles))
+		}
+	}
+
+	h := &p.Host
+	fmt.Fprintf(&b, "host: %d pages, slot %d bytes, command word page %d offset %#x\n",
+		len(h.Pages), h.SlotSize, h.CommandPage, h.CommandOffset)
+	for _, c := range h.Calls {
+		var in, out, n uint64
+		for _, ph := range c.Phases {
+			for _, tr := range ph.Transfers {
+				n++
+				if tr.Kind == KindOutput {
+					out += uint64(tr.Length)
+				} else {
+					in += uint64(tr.Length)
+				}
+			}
+		}
+		fmt.Fprintf(&b, "  call %q command %d: %d phases, %d transfers, %d bytes to device, %d bytes to host\n",
+			c.Name, c.Command, len(c.Phases), n, in, out)
+	}
+
+	fmt.Fprintf(&b, "config writes: %d\n", len(p.Config))
+	var samples int
+	for _, t := range p.Profile.Tiles {
+		samples += len(t.Samples)
+	}
+	fmt.Fprintf(&b, "profile: %d steps, %d tiles, %d samples\n", len(p.Profile.Steps), len(p.Profile.Tiles), samples)
+	var tileSyms int
+	for _, t := range p.Tiles {
+		tileSyms += len(t.Symbols)
+	}
+	fmt.Fprintf(&b, "symbols: %d shared, %d per-tile\n", len(p.Symbols), tileSyms)
+	return b.String()
+}
+
+// idRange gives a sorted id list as " (physical 0..1471)" or, when it is
+// not contiguous, " (physical 0..1471, not contiguous)".
+func idRange(ids []uint32) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	lo, hi := ids[0], ids[len(ids)-1]
+	if uint64(hi-lo)+1 == uint64(len(ids)) {
+		return fmt.Sprintf(" (physical %d..%d)", lo, hi)
+	}
+	return fmt.Sprintf(" (physical %d..%d, not contiguous)", lo, hi)
+}
