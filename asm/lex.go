@@ -58,14 +58,13 @@ var puncts2 = []string{"<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "##
 // tokens rather than immediate errors, because text inside `#if 0` or a
 // skipped `.if` may legitimately contain anything.
 type lexer struct {
-	file     string
-	src      []byte
-	i        int
-	line     int
-	lineBeg  int
-	lines    []line
-	cur      line
-	commentP srcPos // start of an unterminated block comment
+	file    string
+	src     []byte
+	i       int
+	line    int
+	lineBeg int
+	lines   []line
+	cur     line
 }
 
 func (lx *lexer) pos() srcPos { return srcPos{lx.file, lx.line, lx.i - lx.lineBeg + 1} }
