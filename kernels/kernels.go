@@ -157,14 +157,7 @@ func SourceText(file string) ([]byte, error) {
 	return sources.ReadFile("src/" + file)
 }
 
-// positive and multipleOf are common parameter checks.
-func positive(v int, _ Params) error {
-	if v <= 0 {
-		return fmt.Errorf("must be positive")
-	}
-	return nil
-}
-
+// multipleOf is a common parameter check.
 func multipleOf(n int) func(int, Params) error {
 	return func(v int, _ Params) error {
 		if v <= 0 || v%n != 0 {
