@@ -96,8 +96,17 @@ _start:
 // itself (the supervisor alone issues every cycle).
 const callOverhead = 1
 
-// Run builds and runs one kernel specialisation with data from seed.
-func Run(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*Report, error) {
+// prepared is a kernel loaded on a fresh tile with its inputs written.
+type prepared struct {
+	kernel *kernels.Kernel
+	built  *kernels.Built
+	tile   *emu.Tile
+	c      *Case
+	entry  uint32
+	code   uint32
+}
+
+func prepare(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*prepared, error) {
 	k, err := kernels.Lookup(name)
 	if err != nil {
 		return nil, err
@@ -134,26 +143,45 @@ func Run(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*
 	for r, v := range c.Args {
 		tile.Sup.M[r] = v
 	}
-	tile.Start(img.Entry)
-	res, err := tile.Run(1 << 34)
+	return &prepared{kernel: k, built: built, tile: tile, c: c, entry: img.Entry, code: code}, nil
+}
+
+// execute runs the prepared call to the harness's closing sync.
+func (p *prepared) execute() (emu.Result, error) {
+	p.tile.Start(p.entry)
+	res, err := p.tile.Run(1 << 34)
 	if err != nil {
-		return nil, fmt.Errorf("run %s (%s): %w", name, built.Params, err)
+		return res, fmt.Errorf("run %s (%s): %w", p.kernel.Name, p.built.Params, err)
 	}
 	if res.Reason != emu.StopSync || res.Zone != int(target.SyncInternal) {
-		return nil, fmt.Errorf("run %s (%s): the kernel did not return to the harness: %s", name, built.Params, res)
+		return res, fmt.Errorf("run %s (%s): the kernel did not return to the harness: %s", p.kernel.Name, p.built.Params, res)
 	}
+	return res, nil
+}
+
+// Run builds and runs one kernel specialisation with data from seed.
+func Run(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*Report, error) {
+	p, err := prepare(name, given, seed, cache)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.execute()
+	if err != nil {
+		return nil, err
+	}
+	k, built, c := p.kernel, p.built, p.c
 	// The sync issued in the last cycle; the kernel ran from cycle 0 to
 	// there, less the harness's call.
 	cycles := res.Cycle - 1 - callOverhead
 	rep := &Report{Kernel: name, Params: built.Params, Cycles: cycles, Bundles: res.Bundles,
-		Tolerance: c.Tolerance, CodeBytes: code, Cached: built.Cached, Seed: seed}
+		Tolerance: c.Tolerance, CodeBytes: p.code, Cached: built.Cached, Seed: seed}
 	if k.MACs != nil {
 		rep.MACs = k.MACs(built.Params)
 		if cycles > 0 {
 			rep.PeakPercent = 100 * float64(rep.MACs) / (float64(target.IPU21().AMPMACsPerCycleF16) * float64(cycles))
 		}
 	}
-	maxErr, cerr := c.Check(tile)
+	maxErr, cerr := c.Check(p.tile)
 	rep.MaxAbsError = maxErr
 	rep.Pass = cerr == nil
 	if cerr != nil {
