@@ -493,8 +493,9 @@ func (a *assembler) closeBundle() {
 	}
 	sec := a.section()
 	if off := sec.offset(); off%8 != 0 {
+		// Still emit the bundle so that later locations (and their
+		// messages) stay right.
 		a.errorf(b.pos, "bundle at %s+0x%x is not 8-byte aligned", sec.name, off)
-		return
 	}
 	sec.hasBundle = true
 	a.place(x, true)

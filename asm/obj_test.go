@@ -289,3 +289,12 @@ func TestEquivAndLocal(t *testing.T) {
 		t.Errorf("local: %v", err)
 	}
 }
+
+// After a misaligned bundle the location counter still advances, so the
+// next error names the right offset.
+func TestMisalignedBundlesKeepCounting(t *testing.T) {
+	_, err := Assemble("t.S", []byte(".worker\nnop\n{ nop ; fnop }\n{ nop ; fnop }\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "t.S:4:1: bundle at .text+0xc is not 8-byte aligned") {
+		t.Fatalf("got %v", err)
+	}
+}
