@@ -78,10 +78,18 @@ func bindHiho(in *isa.Inst) (impl, error) {
 		acc := &t.amp.acc[c.Worker&7%NumWorkers]
 		x, pp := aPair(c, o.v[1]), aPair(c, o.v[2])
 		p := int(o.v[3] & 3)
-		// 1. Drain four finished sums, rounded to f16.
+		// 1. Drain four finished sums, rounded to f16: to nearest even, or
+		// stochastically when $FP_CTL.ESR is set (sround.go; one 64-bit
+		// draw, output 4p+i using bits 16i..16i+15).
 		d := o.v[0] & 14
-		c.A[d] = pack16(acc.done[4*p], acc.done[4*p+1])
-		c.A[d+1] = pack16(acc.done[4*p+2], acc.done[4*p+3])
+		if !srOn(c) {
+			c.A[d] = pack16(acc.done[4*p], acc.done[4*p+1])
+			c.A[d+1] = pack16(acc.done[4*p+2], acc.done[4*p+3])
+		} else {
+			r := c.next64()
+			c.A[d] = pack16SR(acc.done[4*p], acc.done[4*p+1], uint32(r))
+			c.A[d+1] = pack16SR(acc.done[4*p+2], acc.done[4*p+3], uint32(r>>32))
+		}
 		// 2. 16 outputs x 4 inputs, each product exact in f32 and added
 		// one at a time in j order.
 		x0, x1, x2, x3 := h2f(uint32(x)&0xFFFF), h2f(uint32(x>>16)&0xFFFF), h2f(uint32(x>>32)&0xFFFF), h2f(uint32(x>>48))

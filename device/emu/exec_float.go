@@ -8,9 +8,10 @@ import (
 )
 
 // f16 helpers. Conversions f16 -> f32 are exact; f32 -> f16 rounds to
-// nearest even (x448/float16). An f16 add or multiply done in f32 and then
-// rounded to f16 is correctly rounded: f32 has 24 >= 2*11+2 significand
-// bits, so the double rounding is innocuous.
+// nearest even (x448/float16; the stochastic variant is f2hSR in
+// sround.go). An f16 add or multiply done in f32 and then rounded to f16 is
+// correctly rounded: f32 has 24 >= 2*11+2 significand bits, so the double
+// rounding is innocuous.
 func h2f(h uint32) float32 { return float16.Frombits(uint16(h)).Float32() }
 func f2h(f float32) uint32 { return uint32(float16.Fromfloat32(f).Bits()) }
 
@@ -156,7 +157,6 @@ var floatBinders = map[string]binder{
 	"f16v2tanh": bindUnary(func(v uint32) uint32 { return tanhh(v&0xFFFF) | tanhh(v>>16)<<16 }),
 	"f32exp":    bindUnary(func(v uint32) uint32 { return bitsf(expf(f32(v))) }),
 	"f32oox":    bindUnary(func(v uint32) uint32 { return bitsf(1 / f32(v)) }),
-	"f32tof16":  bindUnary(func(v uint32) uint32 { return f2h(f32(v)) }),
 	"f16tof32":  bindUnary(func(v uint32) uint32 { return bitsf(lo16(v)) }),
 	"not":       bindUnary(func(v uint32) uint32 { return ^v }),
 	"f16v2tof32": func(in *isa.Inst) (impl, error) {
@@ -174,7 +174,27 @@ var floatBinders = map[string]binder{
 		}
 		return impl{fn: func(t *Tile, c *Context, o *inst) {
 			s := o.v[1] & 14
-			c.A[r4(o.v[0])] = pack16(f32(c.A[s]), f32(c.A[s+1]))
+			if !srOn(c) {
+				c.A[r4(o.v[0])] = pack16(f32(c.A[s]), f32(c.A[s+1]))
+				return
+			}
+			// Stochastic rounding (sround.go): one 64-bit draw, the low
+			// lane uses bits 0..15 and the high lane bits 16..31.
+			c.A[r4(o.v[0])] = pack16SR(f32(c.A[s]), f32(c.A[s+1]), uint32(c.next64()))
+		}}, nil
+	},
+	"f32tof16": func(in *isa.Inst) (impl, error) {
+		if !shape(in, kA, kA) {
+			return impl{}, layoutErr(in, "areg, areg")
+		}
+		return impl{fn: func(t *Tile, c *Context, o *inst) {
+			v := f32(c.A[r4(o.v[1])])
+			if !srOn(c) {
+				c.A[r4(o.v[0])] = f2h(v)
+				return
+			}
+			// Stochastic rounding (sround.go): one 64-bit draw, bits 0..15.
+			c.A[r4(o.v[0])] = f2hSR(v, uint32(c.next64()))
 		}}, nil
 	},
 	"sort4x16lo": bindSort(func(a, b uint32) uint32 { return a&0xFFFF | b<<16 }),
