@@ -49,3 +49,51 @@ loop:
 		t.Fatalf("sums %v %v ptr %d", f32(w.A[2]), f32(w.A[3]), w.M[5])
 	}
 }
+
+// TestAssembledOracle: the oracle rows of reference/IPU21.md written as
+// assembly text assemble to the published words, and run on a chip.
+func TestAssembledOracle(t *testing.T) {
+	rows := map[int]string{
+		0:  "sync 3\n delay 135\n send 3, 0x0, 1\n br $m10\n",
+		53: "sync 3\n delayxpic 113, 0, 0\n delayxpic 3, 0, 0x640\n delaypic 49, 0, 0\n delay 8\n br $m10\n",
+	}
+	want := map[int][]uint32{
+		0:  {0x41800003, 0x40a00086, 0x78400001, 0x43a00000},
+		53: {0x41800003, 0x641c0000, 0x64008640, 0x61800000, 0x40a00007, 0x43a00000},
+	}
+	c := newChip(t, 0, 53)
+	for id, text := range rows {
+		src := ".section .text.row, \"ax\"\n.supervisor\n" + text
+		obj, err := asm.Assemble("row.S", []byte(src), asm.Options{})
+		if err != nil {
+			t.Skipf("assembler: %v", err)
+		}
+		var code []byte
+		for _, s := range obj.Sections {
+			if s.Name == ".text.row" {
+				code = s.Data
+			}
+		}
+		if len(code) != 4*len(want[id]) {
+			t.Fatalf("tile %d: %d bytes", id, len(code))
+		}
+		for i, w := range want[id] {
+			if got := uint32(code[4*i]) | uint32(code[4*i+1])<<8 | uint32(code[4*i+2])<<16 | uint32(code[4*i+3])<<24; got != w {
+				t.Fatalf("tile %d word %d: %08x, want %08x", id, i, got, w)
+			}
+		}
+		if err := c.Tile(id).Write(supBase, code); err != nil {
+			t.Fatal(err)
+		}
+		c.Tile(id).WriteWords(endPC, encode(t, []in{I("sync", 7)}))
+		c.Tile(id).Sup.M[10] = endPC
+		c.Start(id, supBase)
+	}
+	data := fill(t, c.Tile(0), 0x80000, 3, 5)
+	c.Tile(0).Sup.CSR[csrOutgoingBase] = 0x80000
+	c.Tile(53).Sup.CSR[csrIncomingBase] = 0x90000
+	runToHost(t, c)
+	if got := readWords(t, c.Tile(53), 0x90000, 3); !equalWords(got, data) {
+		t.Fatalf("received %x, want %x", got, data)
+	}
+}

@@ -37,6 +37,7 @@ type bundle struct {
 	ctl    bool        // contains a control instruction
 	gen    uint32      // code generation at which an rpt body was validated (rpt only)
 	rptLen uint32      // validated rpt body length in bytes (rpt only)
+	xch    bool        // a single exchange instruction (see impl.xch)
 	i      [2]inst     // i[0] main (or the only instruction), i[1] aux
 }
 
@@ -52,6 +53,9 @@ type impl struct {
 	// readsA / writesA describe a main-pipe instruction's use of the $a
 	// file; they choose the co-issue mode.
 	readsA, writesA bool
+	// xch marks an exchange instruction (delay, send..., delay*pic, sans):
+	// the chip device keeps a tile's exchange segment open across them.
+	xch bool
 }
 
 // binder builds the handler of a row after checking that the row's operand
@@ -66,7 +70,7 @@ var (
 	// (add.zi, add.si, ld32.a ...) find their semantics without the
 	// emulator knowing every variant name in advance. Package-level
 	// initialisation (dependency ordered) fills it before init runs.
-	binders = mergeBinders(intBinders, memBinders, floatBinders, ampBinders)
+	binders = mergeBinders(intBinders, memBinders, floatBinders, ampBinders, exchangeBinders)
 	// handlers is indexed by isa row index; built once at init.
 	handlers []impl
 	// unbound says, per row index, why there is no handler.
@@ -211,6 +215,7 @@ func (t *Tile) decodeBundle(pc uint32, b *bundle) bool {
 	}
 	size := uint32(in0.Size())
 	nb.n, nb.ctx, nb.cost, nb.ctl = 1, in0.Ctx, uint8(in0.Cycles), in0.Control
+	nb.xch = handlers[in0.Index()].xch
 	if in0.CoIssue && t.load32(pc)&isa.CoIssueBit != 0 {
 		in1, ok := t.decodeOne(pc+size, &nb.i[1])
 		if !ok {
@@ -235,6 +240,7 @@ func (t *Tile) decodeBundle(pc uint32, b *bundle) bool {
 		}
 		size += uint32(in1.Size())
 		nb.n = 2
+		nb.xch = false
 		nb.ctx &= in1.Ctx
 		nb.ctl = nb.ctl || in1.Control
 		if in1.Cycles > int(nb.cost) {

@@ -10,9 +10,14 @@
 // table indexed by isa row index. A row without a handler is a clear fault,
 // so the table in isa may grow ahead of the emulator.
 //
-// Whole-chip concerns (exchange, syncs other than the tile-local zone, host
-// link) are not owned here: a Tile stops with a StopSync result naming the
-// zone, and the chip device built on top resumes it.
+// Whole-chip concerns are in chip.go (Chip: tiles run in parallel between
+// syncs, global and host syncs, deadlock reports), exchange.go (the
+// supervisor's exchange instructions record timed sends and receive
+// controls) and fabric.go (the exchange fabric resolves them into incoming
+// writes and checks them). A Tile alone stops with a StopSync result naming
+// the zone; a tile of a Chip also stops at the end of each exchange segment
+// (StopExchange). The rules are in docs/machine.md, "The chip: syncs and
+// exchange".
 //
 // Every rule the emulator adds to the public record (issue model, intra
 // bundle register semantics, AMP pipeline, approximations) is written down

@@ -504,6 +504,9 @@ func (t *Tile) putCSR(c *Context, n int, v uint32) {
 		c.CSR[n] = v
 		return
 	}
+	if n >= csrIncomingMux && n <= csrOutgoingDelta && t.putExchangeCSR(n, v) {
+		return
+	}
 	if n >= csrWorkerBase && n < csrWorkerBase+NumWorkers && t.running&(1<<(n-csrWorkerBase)) != 0 {
 		t.raise(FaultIllegal, "write to WORKER%d_BASE while worker %d runs", n-csrWorkerBase, n-csrWorkerBase)
 		return

@@ -21,10 +21,16 @@ const (
 	FaultRunall                           // runall while a worker runs
 	FaultTrap                             // trap instruction
 	FaultSync                             // sync misuse (e.g. from a worker)
+	FaultExchange                         // exchange misuse: bad XPIC value, sendoff without a stream, 64-bit rules, lane conflicts
+	FaultNoSender                         // a receive window whose selected source sends nothing
+	FaultWrongSender                      // the word arriving comes from another tile than the one selected, or travels away
+	FaultClash                            // fetch, send read and incoming write in one memory element in one cycle
+	FaultIncoming                         // an incoming write outside SRAM, misaligned, or outside the exchange segment
 )
 
 var faultKindNames = [...]string{"", "unknown word", "no emulation", "fetch", "access",
-	"interleave", "illegal", "repeat", "runall", "trap", "sync"}
+	"interleave", "illegal", "repeat", "runall", "trap", "sync",
+	"exchange", "no sender", "wrong sender", "element clash", "incoming write"}
 
 func (k FaultKind) String() string {
 	if int(k) < len(faultKindNames) {
@@ -86,6 +92,20 @@ func (t *Tile) raise(kind FaultKind, format string, args ...any) {
 	}
 	f.Words, f.Disasm = t.describe(t.curPC)
 	t.fault = f
+}
+
+// faultAt records a fault found by the chip device (exchange resolution,
+// clash checks) against the supervisor instruction at pc, at cycle, unless
+// the tile has one already. It returns the tile's fault.
+func (t *Tile) faultAt(kind FaultKind, pc uint32, cycle uint64, format string, args ...any) *Fault {
+	if t.fault != nil {
+		return t.fault
+	}
+	f := &Fault{Tile: t.ID, Context: t.Sup.Name(), Worker: -1, Kind: kind, PC: pc, Reason: fmt.Sprintf(format, args...), Cycle: cycle}
+	f.Words, f.Disasm = t.describe(pc)
+	t.fault = f
+	t.Sup.State = Faulted
+	return f
 }
 
 // describe returns the words of the bundle at pc and their disassembly,

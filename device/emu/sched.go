@@ -22,9 +22,14 @@ const (
 	StopSync
 	// StopFault: a context faulted; Run also returns the *Fault.
 	StopFault
+	// StopExchange: only on a tile of a Chip. The supervisor ended an
+	// exchange segment: after one or more exchange instructions it is about
+	// to issue another instruction (in the returned Cycle). The chip
+	// resolves the exchange fabric, then runs the tile on.
+	StopExchange
 )
 
-var stopNames = [...]string{"", "limit", "idle", "sync", "fault"}
+var stopNames = [...]string{"", "limit", "idle", "sync", "fault", "exchange"}
 
 func (r StopReason) String() string {
 	if int(r) < len(stopNames) {
@@ -49,6 +54,8 @@ func (r Result) String() string {
 		return fmt.Sprintf("cycle limit reached (cycle %d)", r.Cycle)
 	case StopIdle:
 		return fmt.Sprintf("idle: no context can issue (cycle %d)", r.Cycle)
+	case StopExchange:
+		return fmt.Sprintf("exchange segment ended (cycle %d)", r.Cycle)
 	}
 	return fmt.Sprintf("%s (cycle %d)", r.Reason, r.Cycle)
 }
@@ -149,6 +156,24 @@ func (t *Tile) Run(maxCycles uint64) (Result, error) {
 			res.Reason, res.Cycle = StopLimit, t.cycle
 			return res, nil
 		}
+		if best == sup && t.x.segOpen && t.x.chip {
+			// An exchange segment ends before the first supervisor
+			// instruction that is not an exchange instruction.
+			t.cur, t.curPC = sup, sup.PC
+			b := t.fetch(sup.PC)
+			if b == nil {
+				res.Reason, res.Cycle = StopFault, t.cycle
+				return res, t.fault
+			}
+			if !b.xch && !isRecvSync(b) {
+				// Its fetch, in the segment's last cycle, still meets
+				// the segment's sends and incoming writes.
+				t.x.fetches = append(t.x.fetches, fetchRec{cycle: bestC, pc: sup.PC})
+				t.cycle = bestC
+				res.Reason, res.Cycle = StopExchange, t.cycle
+				return res, nil
+			}
+		}
 		t.cycle = bestC
 		t.issue(best)
 		res.Bundles++
@@ -190,6 +215,11 @@ func (t *Tile) issue(c *Context) {
 		b.i[0].fn(t, c, &b.i[0])
 	} else {
 		t.execPair(c, b)
+	}
+	if t.x.segOpen {
+		// Instruction fetches during an exchange segment take part in
+		// the memory-element clash check (docs/machine.md).
+		t.x.fetches = append(t.x.fetches, fetchRec{cycle: t.cycle, pc: pc})
 	}
 	// $mzero and $azero read as zero whatever was written to them.
 	c.M[regZero] = 0

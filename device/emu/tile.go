@@ -153,6 +153,10 @@ type Tile struct {
 	// lastExit is the cycle of the latest worker exit (sync LOCAL resumes
 	// the supervisor after it).
 	lastExit uint64
+
+	// x is the tile's exchange interface: the timed sends and receive
+	// controls its supervisor issued, resolved by the chip (exchange.go).
+	x xstate
 }
 
 // NewTile returns a tile with zeroed SRAM, every context idle.
@@ -160,6 +164,9 @@ func NewTile(id int) *Tile {
 	t := &Tile{ID: id, mem: make([]byte, sramBytes)}
 	t.Sup.Worker = -1
 	t.Sup.CSR[csrTileID] = uint32(id)
+	// The receive paths start with nothing selected (our assumption).
+	t.Sup.CSR[csrIncomingMux], t.Sup.CSR[csrIncomingMuxPair] = muxNeutral, muxNeutral
+	t.x.rx.mux.src, t.x.rx.pair.src = muxNeutral, muxNeutral
 	for w := range t.Workers {
 		c := &t.Workers[w]
 		c.Worker = w
