@@ -38,7 +38,10 @@ type bundle struct {
 	gen    uint32      // code generation at which an rpt body was validated (rpt only)
 	rptLen uint32      // validated rpt body length in bytes (rpt only)
 	xch    bool        // a single exchange instruction (see impl.xch)
-	i      [2]inst     // i[0] main (or the only instruction), i[1] aux
+	// shared is, in modeSnapshot, the $a registers both instructions name:
+	// the only ones whose pre-bundle values need saving.
+	shared uint16
+	i      [2]inst // i[0] main (or the only instruction), i[1] aux
 }
 
 const (
@@ -254,9 +257,27 @@ func (t *Tile) decodeBundle(pc uint32, b *bundle) bool {
 			nb.mode = modeAuxFirst
 		default:
 			nb.mode = modeSnapshot
+			nb.shared = aRegs(&nb.i[0]) & aRegs(&nb.i[1])
 		}
 	}
 	nb.size = uint8(size)
 	*b = nb
 	return true
+}
+
+// aRegs is the set of $a registers an instruction's operands name.
+func aRegs(in *inst) uint16 {
+	var m uint16
+	for i := range in.row.Operands {
+		k := in.row.Operands[i].Kind
+		if k.RegFile() != "a" {
+			continue
+		}
+		n := k.RegCount()
+		first := int(in.v[i]) &^ (n - 1)
+		for r := first; r < first+n && r < 16; r++ {
+			m |= 1 << r
+		}
+	}
+	return m
 }

@@ -14,8 +14,12 @@ type ampState struct {
 	// Decoded views of cwei kept in step with every write, so the AMP
 	// handlers do no conversion: wh[4s+j] is lane j of slot s as f16 ->
 	// f32, wf[2s+j] lane j as f32.
-	wh  [256]float32
-	wf  [128]float32
+	wh [256]float32
+	wf [128]float32
+	// whp[m][n] is wh[16n+4m .. 16n+4m+3]: the weights of output n that
+	// phase m multiplies, laid out phase-major so the hiho loop walks
+	// memory in order.
+	whp [4][16][4]float32
 	acc [NumWorkers]ampAcc
 }
 
@@ -26,7 +30,9 @@ type ampAcc struct {
 func (a *ampState) setSlot(s int, v uint64) {
 	a.cwei[s] = v
 	for j := 0; j < 4; j++ {
-		a.wh[4*s+j] = h2f(uint32(v>>(16*j)) & 0xFFFF)
+		w := h2f(uint32(v>>(16*j)) & 0xFFFF)
+		a.wh[4*s+j] = w
+		a.whp[s&3][s>>2][j] = w
 	}
 	a.wf[2*s] = f32(uint32(v))
 	a.wf[2*s+1] = f32(uint32(v >> 32))
@@ -93,15 +99,16 @@ func bindHiho(in *isa.Inst) (impl, error) {
 		// 2. 16 outputs x 4 inputs, each product exact in f32 and added
 		// one at a time in j order.
 		x0, x1, x2, x3 := h2f(uint32(x)&0xFFFF), h2f(uint32(x>>16)&0xFFFF), h2f(uint32(x>>32)&0xFFFF), h2f(uint32(x>>48))
-		w := &t.amp.wh
-		for n := 0; n < 16; n++ {
-			b := 4 * (4*n + p)
-			s := acc.cur[n]
-			s += float32(w[b] * x0)
-			s += float32(w[b+1] * x1)
-			s += float32(w[b+2] * x2)
-			s += float32(w[b+3] * x3)
-			acc.cur[n] = s
+		wp := &t.amp.whp[p]
+		cur := &acc.cur
+		for n := range cur {
+			w := &wp[n]
+			s := cur[n]
+			s += float32(w[0] * x0)
+			s += float32(w[1] * x1)
+			s += float32(w[2] * x2)
+			s += float32(w[3] * x3)
+			cur[n] = s
 		}
 		// 3. Partials in.
 		for i := 0; i < 4; i++ {

@@ -12,8 +12,40 @@ import (
 // sround.go). An f16 add or multiply done in f32 and then rounded to f16 is
 // correctly rounded: f32 has 24 >= 2*11+2 significand bits, so the double
 // rounding is innocuous.
-func h2f(h uint32) float32 { return float16.Frombits(uint16(h)).Float32() }
-func f2h(f float32) uint32 { return uint32(float16.Fromfloat32(f).Bits()) }
+//
+// Both sit on the AMP hot path, so f16 -> f32 is a table lookup and f32 ->
+// f16 handles results in the f16 normal range with a few integer
+// operations, leaving everything else (subnormal, overflow, NaN) to the
+// library. TestF16Conversions checks both against the library exhaustively.
+func h2f(h uint32) float32 { return h2fTable[h&0xFFFF] }
+
+func f2h(f float32) uint32 {
+	b := math.Float32bits(f)
+	e := int32(b>>23&0xFF) - 127 + 15
+	if e > 0 && e < 31 {
+		h := b>>16&0x8000 | uint32(e)<<10 | b>>13&0x3FF
+		// Round to nearest even on the 13 discarded bits; a carry out of
+		// the mantissa correctly bumps the exponent (up to infinity).
+		if rem := b & 0x1FFF; rem > 0x1000 || (rem == 0x1000 && h&1 != 0) {
+			h++
+		}
+		return h
+	}
+	return f2hSlow(f)
+}
+
+// f2hSlow converts values outside the f16 normal range (kept out of f2h so
+// that f2h inlines).
+//go:noinline
+func f2hSlow(f float32) uint32 { return uint32(float16.Fromfloat32(f).Bits()) }
+
+var h2fTable = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = float16.Frombits(uint16(i)).Float32()
+	}
+	return &t
+}()
 
 func lo16(v uint32) float32        { return h2f(v & 0xFFFF) }
 func hi16(v uint32) float32        { return h2f(v >> 16) }

@@ -244,14 +244,24 @@ func (t *Tile) execPair(c *Context, b *bundle) {
 		a.fn(t, c, a)
 		m.fn(t, c, m)
 	default:
-		old := c.A
+		// Both read and write $a: run main, set aside its values of the
+		// registers the aux instruction also names, give aux the
+		// pre-bundle values, then let main's writes win.
+		var old, mainNew [16]uint32
+		for s := b.shared; s != 0; s &= s - 1 {
+			r := bits.TrailingZeros16(s)
+			old[r] = c.A[r]
+		}
 		m.fn(t, c, m)
-		mainA := c.A
-		c.A = old
+		for s := b.shared; s != 0; s &= s - 1 {
+			r := bits.TrailingZeros16(s)
+			mainNew[r], c.A[r] = c.A[r], old[r]
+		}
 		a.fn(t, c, a)
-		for i := range c.A {
-			if mainA[i] != old[i] {
-				c.A[i] = mainA[i]
+		for s := b.shared; s != 0; s &= s - 1 {
+			r := bits.TrailingZeros16(s)
+			if mainNew[r] != old[r] {
+				c.A[r] = mainNew[r]
 			}
 		}
 	}
