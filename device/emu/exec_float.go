@@ -36,6 +36,7 @@ func f2h(f float32) uint32 {
 
 // f2hSlow converts values outside the f16 normal range (kept out of f2h so
 // that f2h inlines).
+//
 //go:noinline
 func f2hSlow(f float32) uint32 { return uint32(float16.Fromfloat32(f).Bits()) }
 
