@@ -101,7 +101,6 @@ type xstate struct {
 	pieces []piece
 	writes []writeRun
 	buf    []byte
-	fault  *Fault
 	items  uint64 // items written in the last resolution
 	words  uint64 // 32-bit words written in the last resolution
 	lastW  uint64 // cycle of the last incoming write, +1 (0: none yet)

@@ -204,7 +204,7 @@ func gemmCheck(got, ref, tol []float64, c int) (maxAbs float64, err error) {
 			maxAbs = d
 		}
 		if !(d <= tol[i]) && err == nil {
-			err = fmt.Errorf("C[%d][%d] = %g, want %g (|error| %g > bound %g)", i/c, i%c, got[i], ref[i], d, tol[i])
+			err = fmt.Errorf("element C[%d][%d] = %g, want %g (|error| %g > bound %g)", i/c, i%c, got[i], ref[i], d, tol[i])
 		}
 	}
 	return maxAbs, err
