@@ -1,0 +1,116 @@
+package device_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ipustack/ipustack/device"
+	"github.com/ipustack/ipustack/device/config"
+	"github.com/ipustack/ipustack/device/emudev"
+	"github.com/ipustack/ipustack/device/lock"
+	"github.com/ipustack/ipustack/ipuexe"
+)
+
+// fake is a backend that records Close.
+type fake struct{ closed int }
+
+func (f *fake) Info() device.Info                                           { return device.Info{Name: "fake"} }
+func (f *fake) Open(context.Context) error                                  { return nil }
+func (f *fake) Initialize(context.Context) error                            { return nil }
+func (f *fake) ReplayConfig(context.Context, []config.Write) error          { return nil }
+func (f *fake) Load(context.Context, *ipuexe.Package, func(int, int)) error { return nil }
+func (f *fake) StartSession(context.Context) (device.Session, error)        { return nil, errors.New("no") }
+func (f *fake) Close() error                                                { f.closed++; return nil }
+
+var lastFake *fake
+
+func init() {
+	device.Register("fake", func(device.Options) (device.Device, error) { lastFake = &fake{}; return lastFake, nil })
+	device.Register("broken", func(device.Options) (device.Device, error) { return nil, errors.New("no such card") })
+}
+
+func TestRegistry(t *testing.T) {
+	if got := device.Names(); !slices.Contains(got, "emu") || !slices.Contains(got, "fake") {
+		t.Fatalf("names %v", got)
+	}
+	_, err := device.Open(context.Background(), "ipu0", device.Options{NoLock: true})
+	if !errors.Is(err, device.ErrUnknown) || !strings.Contains(err.Error(), `unknown device "ipu0"`) ||
+		!strings.Contains(err.Error(), "hardware backends are not built; use --device emu") {
+		t.Fatalf("unknown device: %v", err)
+	}
+	d, err := device.Open(context.Background(), "", device.Options{NoLock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Info().Name != emudev.Name || d.Info().Tiles != 1472 {
+		t.Fatalf("default device %+v", d.Info())
+	}
+	d.Close()
+}
+
+func TestOpenTakesLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	ctx := context.Background()
+	d, err := device.Open(ctx, "fake", device.Options{LockPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second owner is refused while the first holds the device.
+	if _, err := device.Open(ctx, "fake", device.Options{LockPath: path}); !errors.Is(err, lock.ErrBusy) {
+		t.Fatalf("second open: %v", err)
+	}
+	f := lastFake
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil || f.closed != 2 {
+		t.Fatalf("second close: %v, backend closed %d times", err, f.closed)
+	}
+	d2, err := device.Open(ctx, "fake", device.Options{LockPath: path})
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	d2.Close()
+	// A backend that fails to open releases the lock at once.
+	if _, err := device.Open(ctx, "broken", device.Options{LockPath: path}); err == nil || !strings.Contains(err.Error(), "no such card") {
+		t.Fatalf("broken backend: %v", err)
+	}
+	d3, err := device.Open(ctx, "fake", device.Options{LockPath: path})
+	if err != nil {
+		t.Fatalf("open after a failed open: %v", err)
+	}
+	d3.Close()
+}
+
+func TestEmuOrder(t *testing.T) {
+	ctx := context.Background()
+	d := emudev.New(emudev.Options{})
+	if err := d.Load(ctx, &ipuexe.Package{}, nil); err == nil || !strings.Contains(err.Error(), "the device is new") {
+		t.Fatalf("load before open: %v", err)
+	}
+	if _, err := d.StartSession(ctx); err == nil {
+		t.Fatal("session before load")
+	}
+	if err := d.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ReplayConfig(ctx, []config.Write{{Offset: 2}}); err == nil {
+		t.Fatal("misaligned config write accepted")
+	}
+	if err := d.Load(ctx, nil, nil); err == nil {
+		t.Fatal("nil package accepted")
+	}
+	if err := d.Load(ctx, &ipuexe.Package{Target: "ipu21"}, nil); err == nil {
+		t.Fatal("invalid package accepted")
+	}
+	if _, err := device.Open(ctx, "emu", device.Options{NoLock: true, Backend: 42}); err == nil {
+		t.Fatal("wrong backend options accepted")
+	}
+}
