@@ -56,6 +56,12 @@ type impl struct {
 	// readsA / writesA describe a main-pipe instruction's use of the $a
 	// file; they choose the co-issue mode.
 	readsA, writesA bool
+	// auxDst marks an aux-pipe instruction that writes no $a register but
+	// those its operand 0 names and reads no $a register it does not name
+	// (the AMP instructions). Paired with a main instruction that reads and
+	// writes $a but names none of those, running aux first is the same as
+	// the snapshot (see decodeBundle).
+	auxDst bool
 	// xch marks an exchange instruction (delay, send..., delay*pic, sans):
 	// the chip device keeps a tile's exchange segment open across them.
 	xch bool
@@ -255,6 +261,13 @@ func (t *Tile) decodeBundle(pc uint32, b *bundle) bool {
 			nb.mode = modeMainFirst
 		case !im.readsA:
 			nb.mode = modeAuxFirst
+		case handlers[nb.i[1].row.Index()].auxDst && aRegsOp(&nb.i[1], 0)&aRegs(&nb.i[0]) == 0:
+			// Main reads and writes $a, but aux writes only registers
+			// main does not name: aux first reads the pre-bundle values
+			// and main can neither see nor overwrite aux's results, the
+			// snapshot's outcome without its copying. {pace ; AMP}, the
+			// matmul inner-loop bundle, is this case.
+			nb.mode = modeAuxFirst
 		default:
 			nb.mode = modeSnapshot
 			nb.shared = aRegs(&nb.i[0]) & aRegs(&nb.i[1])
@@ -269,15 +282,22 @@ func (t *Tile) decodeBundle(pc uint32, b *bundle) bool {
 func aRegs(in *inst) uint16 {
 	var m uint16
 	for i := range in.row.Operands {
-		k := in.row.Operands[i].Kind
-		if k.RegFile() != "a" {
-			continue
-		}
-		n := k.RegCount()
-		first := int(in.v[i]) &^ (n - 1)
-		for r := first; r < first+n && r < 16; r++ {
-			m |= 1 << r
-		}
+		m |= aRegsOp(in, i)
+	}
+	return m
+}
+
+// aRegsOp is the set of $a registers operand i names.
+func aRegsOp(in *inst, i int) uint16 {
+	k := in.row.Operands[i].Kind
+	if k.RegFile() != "a" {
+		return 0
+	}
+	var m uint16
+	n := k.RegCount()
+	first := int(in.v[i]) &^ (n - 1)
+	for r := first; r < first+n && r < 16; r++ {
+		m |= 1 << r
 	}
 	return m
 }

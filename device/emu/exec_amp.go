@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/ipustack/ipustack/isa"
@@ -16,10 +17,11 @@ type ampState struct {
 	// f32, wf[2s+j] lane j as f32.
 	wh [256]float32
 	wf [128]float32
-	// whp[m][n] is wh[16n+4m .. 16n+4m+3]: the weights of output n that
-	// phase m multiplies, laid out phase-major so the hiho loop walks
-	// memory in order.
-	whp [4][16][4]float32
+	// whv[m][j][n] is wh[16n+4m+j]: the weight by which phase m multiplies
+	// input j into output n. Phase-major, then input-major, so that the 16
+	// weights of one (phase, input) are contiguous: two 8-lane vectors for
+	// hihoAVX, and an in-order walk for hihoGo.
+	whv [4][4][16]float32
 	acc [NumWorkers]ampAcc
 }
 
@@ -32,7 +34,7 @@ func (a *ampState) setSlot(s int, v uint64) {
 	for j := 0; j < 4; j++ {
 		w := h2f(uint32(v>>(16*j)) & 0xFFFF)
 		a.wh[4*s+j] = w
-		a.whp[s&3][s>>2][j] = w
+		a.whv[s&3][j][s>>2] = w
 	}
 	a.wf[2*s] = f32(uint32(v))
 	a.wf[2*s+1] = f32(uint32(v >> 32))
@@ -80,45 +82,68 @@ func bindHiho(in *isa.Inst) (impl, error) {
 	if !shape(in, kAP, kAP, kAP, kI) {
 		return impl{}, layoutErr(in, "apair, apair, apair, imm")
 	}
-	return impl{fn: func(t *Tile, c *Context, o *inst) {
+	return impl{auxDst: true, fn: func(t *Tile, c *Context, o *inst) {
 		acc := &t.amp.acc[c.Worker&7%NumWorkers]
 		x, pp := aPair(c, o.v[1]), aPair(c, o.v[2])
 		p := int(o.v[3] & 3)
+		d := o.v[0] & 14
 		// 1. Drain four finished sums, rounded to f16: to nearest even, or
 		// stochastically when $FP_CTL.ESR is set (sround.go; one 64-bit
-		// draw, output 4p+i using bits 16i..16i+15).
-		d := o.v[0] & 14
-		if !srOn(c) {
-			c.A[d] = pack16(acc.done[4*p], acc.done[4*p+1])
-			c.A[d+1] = pack16(acc.done[4*p+2], acc.done[4*p+3])
-		} else {
+		// draw, output 4p+i using bits 16i..16i+15). The stochastic drain
+		// reads done before step 4 can replace it; hiho then computes (and
+		// we drop) the nearest-even one.
+		var out uint64
+		sr := srOn(c)
+		if sr {
 			r := c.next64()
-			c.A[d] = pack16SR(acc.done[4*p], acc.done[4*p+1], uint32(r))
-			c.A[d+1] = pack16SR(acc.done[4*p+2], acc.done[4*p+3], uint32(r>>32))
+			out = uint64(pack16SR(acc.done[4*p], acc.done[4*p+1], uint32(r))) |
+				uint64(pack16SR(acc.done[4*p+2], acc.done[4*p+3], uint32(r>>32)))<<32
 		}
-		// 2. 16 outputs x 4 inputs, each product exact in f32 and added
-		// one at a time in j order.
-		x0, x1, x2, x3 := h2f(uint32(x)&0xFFFF), h2f(uint32(x>>16)&0xFFFF), h2f(uint32(x>>32)&0xFFFF), h2f(uint32(x>>48))
-		wp := &t.amp.whp[p]
-		cur := &acc.cur
-		for n := range cur {
-			w := &wp[n]
-			s := cur[n]
-			s += float32(w[0] * x0)
-			s += float32(w[1] * x1)
-			s += float32(w[2] * x2)
-			s += float32(w[3] * x3)
-			cur[n] = s
+		// Steps 1 (nearest even) to 4; the assembly is the fast path on
+		// x86-64 with AVX and F16C, bit-identical to hihoGo.
+		var rne uint64
+		if hihoAsm {
+			rne = hihoAVX(acc, &t.amp.whv[p], x, pp, p)
+		} else {
+			rne = hihoGo(acc, &t.amp.whv[p], x, pp, p)
 		}
-		// 3. Partials in.
-		for i := 0; i < 4; i++ {
-			acc.cur[4*p+i] += h2f(uint32(pp>>(16*i)) & 0xFFFF)
+		if !sr {
+			out = rne
 		}
-		// 4. Row complete.
-		if p == 3 {
-			acc.done, acc.cur = acc.cur, [16]float32{}
-		}
+		c.A[d], c.A[d+1] = uint32(out), uint32(out>>32)
 	}}, nil
+}
+
+// hihoGo is f16v4hihov4amp's arithmetic for phase p with input x and
+// partials pp (four f16 each) on one context's accumulators, w being the
+// phase's weights (ampState.whv[p]). It returns the four drained outputs
+// rounded to nearest even, packed as the destination pair holds them.
+func hihoGo(acc *ampAcc, w *[4][16]float32, x, pp uint64, p int) uint64 {
+	p &= 3
+	// 1. Drain four finished sums.
+	out := uint64(pack16(acc.done[4*p], acc.done[4*p+1])) |
+		uint64(pack16(acc.done[4*p+2], acc.done[4*p+3]))<<32
+	// 2. 16 outputs x 4 inputs, each product exact in f32 and added
+	// one at a time in j order.
+	x0, x1, x2, x3 := h2f(uint32(x)&0xFFFF), h2f(uint32(x>>16)&0xFFFF), h2f(uint32(x>>32)&0xFFFF), h2f(uint32(x>>48))
+	cur := &acc.cur
+	for n := range cur {
+		s := cur[n]
+		s += float32(w[0][n] * x0)
+		s += float32(w[1][n] * x1)
+		s += float32(w[2][n] * x2)
+		s += float32(w[3][n] * x3)
+		cur[n] = s
+	}
+	// 3. Partials in.
+	for i := 0; i < 4; i++ {
+		cur[4*p+i] += h2f(uint32(pp>>(16*i)) & 0xFFFF)
+	}
+	// 4. Row complete.
+	if p == 3 {
+		acc.done, acc.cur = acc.cur, [16]float32{}
+	}
+	return out
 }
 
 // f16v4sisoamp: f16 inputs, f32 partials, 8 outputs.
@@ -126,7 +151,7 @@ func bindSiso16(in *isa.Inst) (impl, error) {
 	if !shape(in, kAP, kAP, kAP, kI) {
 		return impl{}, layoutErr(in, "apair, apair, apair, imm")
 	}
-	return impl{fn: func(t *Tile, c *Context, o *inst) {
+	return impl{auxDst: true, fn: func(t *Tile, c *Context, o *inst) {
 		acc := &t.amp.acc[c.Worker&7%NumWorkers]
 		x, pp := aPair(c, o.v[1]), aPair(c, o.v[2])
 		p := int(o.v[3] & 3)
@@ -159,7 +184,7 @@ func bindSiso32(in *isa.Inst) (impl, error) {
 	if !shape(in, kAP, kA, kAP, kI) {
 		return impl{}, layoutErr(in, "apair, areg, apair, imm")
 	}
-	return impl{fn: func(t *Tile, c *Context, o *inst) {
+	return impl{auxDst: true, fn: func(t *Tile, c *Context, o *inst) {
 		acc := &t.amp.acc[c.Worker&7%NumWorkers]
 		x := float64(f32(c.A[o.v[1]&15]))
 		pp := aPair(c, o.v[2])
@@ -233,75 +258,184 @@ func bindPace(k paceKind) binder {
 		if !ok {
 			return impl{}, layoutErr(in, "the pace layouts of docs/amp-and-pace.md")
 		}
-		ai := 2 // operand index of the address pair
-		if k.loads == 0 {
-			ai = 1
-		}
-		return impl{readsA: k.store, writesA: k.loads > 0, fn: func(t *Tile, c *Context, o *inst) {
-			pr := o.v[ai] & 14
-			packed := uint64(c.M[pr]) | uint64(c.M[pr+1])<<32
-			a0 := uint32(packed) & addrMask
-			a1 := uint32(packed>>21) & addrMask
-			as := uint32(packed>>42) & addrMask
-			stride := c.M[r4(o.v[ai+1])]
-			f := uint32(o.v[ai+2])
-			// Loads first, then the store (docs/amp-and-pace.md).
-			var l0, l1 uint64
-			if k.loads >= 1 {
-				if !t.check(a0, 8, "pace load") {
-					return
-				}
-				l0 = t.load64(a0)
-			}
-			if k.loads == 2 {
-				if !t.check(a1, 8, "pace load") {
-					return
-				}
-				l1 = t.load64(a1)
-			}
-			var sv uint64
-			if k.store {
-				sr := o.v[0]
-				if k.loads > 0 {
-					sr = o.v[1]
-				}
-				sv = aPair(c, sr)
-				if !t.check(as, 8, "pace store") {
-					return
-				}
-			}
-			switch {
-			case k.quad:
-				d := o.v[0] & 12
-				c.A[d], c.A[d+1], c.A[d+2], c.A[d+3] = uint32(l0), uint32(l0>>32), uint32(l1), uint32(l1>>32)
-			case k.loads == 2:
-				d0, d1 := o.v[0]&14, o.v[1]&14
-				c.A[d0], c.A[d0+1] = uint32(l0), uint32(l0>>32)
-				c.A[d1], c.A[d1+1] = uint32(l1), uint32(l1>>32)
-			case k.loads == 1:
-				d := o.v[0] & 14
-				c.A[d], c.A[d+1] = uint32(l0), uint32(l0>>32)
-			}
-			if k.store {
-				t.store64(as, sv)
-			}
-			// Advance: 2-bit selectors, load 0 first, load 1, store last.
-			sh := uint32(0)
-			if k.loads >= 1 {
-				a0 = (a0 + paceInc(f>>sh, stride)) & addrMask
-				sh += 2
-			}
-			if k.loads == 2 {
-				a1 = (a1 + paceInc(f>>sh, stride)) & addrMask
-				sh += 2
-			}
-			if k.store {
-				as = (as + paceInc(f>>sh, stride)) & addrMask
-			}
-			packed = uint64(a0) | uint64(a1)<<21 | uint64(as)<<42
-			c.M[pr], c.M[pr+1] = uint32(packed), uint32(packed>>32)
-		}}, nil
+		return impl{readsA: k.store, writesA: k.loads > 0, fn: paceFast(k, paceSlow(k))}, nil
 	}
+}
+
+// paceSlow returns the general handler of a pace row: every access checked
+// in turn, so the first bad one raises the fault.
+func paceSlow(k paceKind) handler {
+	ai := 2 // operand index of the address pair
+	if k.loads == 0 {
+		ai = 1
+	}
+	return func(t *Tile, c *Context, o *inst) {
+		pr := o.v[ai] & 14
+		packed := uint64(c.M[pr]) | uint64(c.M[pr+1])<<32
+		a0 := uint32(packed) & addrMask
+		a1 := uint32(packed>>21) & addrMask
+		as := uint32(packed>>42) & addrMask
+		stride := c.M[r4(o.v[ai+1])]
+		f := uint32(o.v[ai+2])
+		// Loads first, then the store (docs/amp-and-pace.md).
+		var l0, l1 uint64
+		if k.loads >= 1 {
+			if !t.check(a0, 8, "pace load") {
+				return
+			}
+			l0 = t.load64(a0)
+		}
+		if k.loads == 2 {
+			if !t.check(a1, 8, "pace load") {
+				return
+			}
+			l1 = t.load64(a1)
+		}
+		var sv uint64
+		if k.store {
+			sr := o.v[0]
+			if k.loads > 0 {
+				sr = o.v[1]
+			}
+			sv = aPair(c, sr)
+			if !t.check(as, 8, "pace store") {
+				return
+			}
+		}
+		switch {
+		case k.quad:
+			d := o.v[0] & 12
+			c.A[d], c.A[d+1], c.A[d+2], c.A[d+3] = uint32(l0), uint32(l0>>32), uint32(l1), uint32(l1>>32)
+		case k.loads == 2:
+			d0, d1 := o.v[0]&14, o.v[1]&14
+			c.A[d0], c.A[d0+1] = uint32(l0), uint32(l0>>32)
+			c.A[d1], c.A[d1+1] = uint32(l1), uint32(l1>>32)
+		case k.loads == 1:
+			d := o.v[0] & 14
+			c.A[d], c.A[d+1] = uint32(l0), uint32(l0>>32)
+		}
+		if k.store {
+			t.store64(as, sv)
+		}
+		// Advance: 2-bit selectors, load 0 first, load 1, store last.
+		sh := uint32(0)
+		if k.loads >= 1 {
+			a0 = (a0 + paceInc(f>>sh, stride)) & addrMask
+			sh += 2
+		}
+		if k.loads == 2 {
+			a1 = (a1 + paceInc(f>>sh, stride)) & addrMask
+			sh += 2
+		}
+		if k.store {
+			as = (as + paceInc(f>>sh, stride)) & addrMask
+		}
+		packed = uint64(a0) | uint64(a1)<<21 | uint64(as)<<42
+		c.M[pr], c.M[pr+1] = uint32(packed), uint32(packed>>32)
+	}
+}
+
+// paceFast returns the handler of a pace row: the general handler slow
+// (paceSlow), behind a fast path for the common case in which every access is
+// aligned and inside SRAM. The fast path checks all addresses at once and
+// does what slow does in the same order (loads, then the store, then the
+// advance), so the two are interchangeable whenever the check passes; any
+// access that would fault goes to slow, which raises the fault in the
+// documented order. It exists because the GEMM inner loop issues a pace
+// instruction in every bundle.
+func paceFast(k paceKind, slow handler) handler {
+	switch {
+	case k.quad: // ld2xst64pace aquad, apair, mpair+=, mreg, imm
+		return func(t *Tile, c *Context, o *inst) {
+			pr := o.v[2] & 14
+			a0, a1, as := paceAddrs(c, pr)
+			if !paceOK(a0, a1, as) {
+				slow(t, c, o)
+				return
+			}
+			inc := paceIncs(c.M[r4(o.v[3])])
+			mem := (*[sramBytes]byte)(t.mem)
+			l0 := binary.LittleEndian.Uint64(mem[a0-sramBase:])
+			l1 := binary.LittleEndian.Uint64(mem[a1-sramBase:])
+			sv := aPair(c, o.v[1])
+			d := o.v[0] & 12
+			c.A[d], c.A[d+1], c.A[d+2], c.A[d+3] = uint32(l0), uint32(l0>>32), uint32(l1), uint32(l1>>32)
+			t.store64(as, sv)
+			f := uint32(o.v[4])
+			paceAdvance(c, pr, a0+inc[f&3], a1+inc[f>>2&3], as+inc[f>>4&3])
+		}
+	case k.loads == 1 && k.store: // ldst64pace apair, apair, mpair+=, mreg, imm
+		return func(t *Tile, c *Context, o *inst) {
+			pr := o.v[2] & 14
+			a0, a1, as := paceAddrs(c, pr)
+			if !paceOK(a0, a0, as) {
+				slow(t, c, o)
+				return
+			}
+			inc := paceIncs(c.M[r4(o.v[3])])
+			l0 := binary.LittleEndian.Uint64((*[sramBytes]byte)(t.mem)[a0-sramBase:])
+			sv := aPair(c, o.v[1])
+			d := o.v[0] & 14
+			c.A[d], c.A[d+1] = uint32(l0), uint32(l0>>32)
+			t.store64(as, sv)
+			f := uint32(o.v[4])
+			paceAdvance(c, pr, a0+inc[f&3], a1, as+inc[f>>2&3])
+		}
+	case k.loads == 2 && !k.store: // ld2x64pace apair, apair, mpair+=, mreg, imm
+		return func(t *Tile, c *Context, o *inst) {
+			pr := o.v[2] & 14
+			a0, a1, as := paceAddrs(c, pr)
+			if !paceOK(a0, a1, a1) {
+				slow(t, c, o)
+				return
+			}
+			inc := paceIncs(c.M[r4(o.v[3])])
+			mem := (*[sramBytes]byte)(t.mem)
+			l0 := binary.LittleEndian.Uint64(mem[a0-sramBase:])
+			l1 := binary.LittleEndian.Uint64(mem[a1-sramBase:])
+			d0, d1 := o.v[0]&14, o.v[1]&14
+			c.A[d0], c.A[d0+1] = uint32(l0), uint32(l0>>32)
+			c.A[d1], c.A[d1+1] = uint32(l1), uint32(l1>>32)
+			f := uint32(o.v[4])
+			paceAdvance(c, pr, a0+inc[f&3], a1+inc[f>>2&3], as)
+		}
+	case k.loads == 0 && k.store: // st64pace apair, mpair+=, mreg, imm
+		return func(t *Tile, c *Context, o *inst) {
+			pr := o.v[1] & 14
+			a0, a1, as := paceAddrs(c, pr)
+			if !paceOK(as, as, as) {
+				slow(t, c, o)
+				return
+			}
+			inc := paceIncs(c.M[r4(o.v[2])])
+			t.store64(as, aPair(c, o.v[0]))
+			paceAdvance(c, pr, a0, a1, as+inc[uint32(o.v[3])&3])
+		}
+	}
+	return slow
+}
+
+// paceAddrs unpacks the three 21-bit addresses of a tapack'd pair.
+func paceAddrs(c *Context, pr int32) (a0, a1, as uint32) {
+	packed := uint64(c.M[pr&14]) | uint64(c.M[pr&14+1])<<32
+	return uint32(packed) & addrMask, uint32(packed>>21) & addrMask, uint32(packed>>42) & addrMask
+}
+
+// paceOK reports whether 8-byte accesses at a, b and s are all aligned
+// and inside SRAM (what three Tile.check calls would accept).
+func paceOK(a, b, s uint32) bool {
+	return (a|b|s)&7 == 0 && a-sramBase <= sramBytes-8 && b-sramBase <= sramBytes-8 && s-sramBase <= sramBytes-8
+}
+
+// paceIncs is the advance each 2-bit selector picks (paceInc) for stride.
+func paceIncs(stride uint32) [4]uint32 {
+	return [4]uint32{8, 8 * uint32(int32(stride<<22)>>22), 8 * uint32(int32(stride<<12)>>22), 0}
+}
+
+// paceAdvance writes the advanced addresses back to the pair.
+func paceAdvance(c *Context, pr int32, a0, a1, as uint32) {
+	packed := uint64(a0&addrMask) | uint64(a1&addrMask)<<21 | uint64(as&addrMask)<<42
+	c.M[pr&14], c.M[pr&14+1] = uint32(packed), uint32(packed>>32)
 }
 
 // ---- rpt ----
