@@ -211,10 +211,16 @@ func (t *Tile) issue(c *Context) {
 		c.next = t.cycle + slots*uint64(b.cost)
 	}
 	c.PC = pc + uint32(b.size)
+	t.issuing = true
 	if b.n == 1 {
 		b.i[0].fn(t, c, &b.i[0])
 	} else {
 		t.execPair(c, b)
+	}
+	t.issuing = false
+	if t.clearAfterIssue {
+		t.clearAfterIssue = false
+		t.invalidate(pc, 4)
 	}
 	if t.x.segOpen {
 		// Instruction fetches during an exchange segment take part in

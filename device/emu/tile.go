@@ -150,6 +150,9 @@ type Tile struct {
 	// executed, so that handlers can build faults without parameters.
 	cur   *Context
 	curPC uint32
+	// issuing is true while a bundle's handlers run; clearAfterIssue
+	// records that a store covered that very bundle (see invalidate).
+	issuing, clearAfterIssue bool
 	// lastExit is the cycle of the latest worker exit (sync LOCAL resumes
 	// the supervisor after it).
 	lastExit uint64
@@ -242,7 +245,18 @@ func (t *Tile) invalidate(addr, n uint32) {
 		hi = region1Base
 	}
 	t.codeGen++
+	// The bundle being executed may be among those cleared (a store over
+	// the running code): its handlers are still running, so clearing it
+	// is deferred until it completes (issue does it).
+	cur := int64(-1)
+	if t.issuing {
+		cur = int64(t.curPC-sramBase) / 4
+	}
 	for i := (lo - sramBase) / 4; i < int64(hi-sramBase+3)/4; i++ {
+		if i == cur {
+			t.clearAfterIssue = true
+			continue
+		}
 		if pg := t.pages[i>>pageShift]; pg != nil {
 			pg[i&pageMask] = bundle{}
 		}
