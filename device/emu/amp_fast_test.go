@@ -262,7 +262,7 @@ func TestPaceAMPPairOrder(t *testing.T) {
 		var main in
 		switch rng.IntN(3) {
 		case 0:
-			main = Co("ld2xst64pace", int64(4*rng.IntN(4)), ap(), 4, 6, int64(rng.IntN(64)))
+			main = Co("ld2xst64pace", int64(4*rng.IntN(3)), ap(), 4, 6, int64(rng.IntN(64))) // quad 12 is $aqzero
 		case 1:
 			main = Co("ldst64pace", ap(), ap(), 4, 6, int64(rng.IntN(16)))
 		default:
@@ -275,7 +275,7 @@ func TestPaceAMPPairOrder(t *testing.T) {
 		case 1:
 			aux = I("f16v4sisoamp", ap(), ap(), ap(), int64(rng.IntN(4)))
 		default:
-			aux = I("f32sisov2amp", ap(), int64(rng.IntN(16)), ap(), int64(rng.IntN(8)))
+			aux = I("f32sisov2amp", ap(), int64(rng.IntN(14)), ap(), int64(rng.IntN(8))) // $a14 is reserved
 		}
 		var tiles [2]*Tile
 		for i := range tiles {

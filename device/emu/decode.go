@@ -211,6 +211,18 @@ func (t *Tile) decodeOne(pc uint32, o *inst) (*isa.Inst, bool) {
 	vals := in.Values(ws[:in.Words])
 	for i, v := range vals {
 		o.v[i] = int32(v)
+		// Pair 14 is $azeros and quad 12 $aqzero (the public register
+		// encoding). The emulator keeps $a14 and $a15 at zero so that
+		// $azeros reads as zero; naming $a14 alone, or the quad, would
+		// give a silently wrong answer, so it is a fault instead.
+		switch k := in.Operands[i].Kind; {
+		case k == isa.KindAReg && v == 14:
+			t.raise(FaultNoEmulation, "%s names $a14: ipustack reserves it (it is the low half of $azeros, which always reads as zero)", in.ID())
+			return nil, false
+		case k == isa.KindAQuad && v == 12:
+			t.raise(FaultNoEmulation, "%s names $aqzero ($a12:15): the zero quad is not emulated; use $azeros pairs", in.ID())
+			return nil, false
+		}
 	}
 	return in, true
 }

@@ -140,12 +140,12 @@ func TestLoadStore(t *testing.T) {
 		I("st64step", 6, 14, 5, 1),     // mem[d+24] = 50, 60; ptr = 32
 		I("ld32step.a", 8, 14, 5, -2),  // a8 = mem[d+32] = 40; ptr = 24
 		I("st32step.a", 8, 14, 5, 0),   // mem[d+24] = 40
-		I("ld128", 12, 10, mzero, 0),   // a12:15 = 1, 2, 3, (a15 reads 0)
+		I("ld128", 8, 10, mzero, 0),    // a8:11 = 1, 2, 3, 4
 		I("exitz", mzero),
 	})...)
 	w := &tl.Workers[0]
 	checkRegs(t, "m", w.M[:], map[int]uint32{1: 40, 3: 40, 5: 24, 6: 10, 7: 30, 8: 30})
-	checkRegs(t, "a", w.A[:], map[int]uint32{0: 50, 4: 30, 5: 40, 6: 50, 7: 60, 8: 40, 12: 1, 13: 2, 14: 3, 15: 0})
+	checkRegs(t, "a", w.A[:], map[int]uint32{0: 50, 4: 30, 5: 40, 6: 50, 7: 60, 8: 1, 9: 2, 10: 3, 11: 4, 14: 0, 15: 0})
 	want := []uint32{10, 30, 30, 40, 50, 60, 40, 60, 40, 0, 30, 40}
 	for i, v := range want {
 		got, _ := tl.ReadWord(dataBase + uint32(4*i))

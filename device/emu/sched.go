@@ -227,9 +227,11 @@ func (t *Tile) issue(c *Context) {
 		// the memory-element clash check (docs/machine.md).
 		t.x.fetches = append(t.x.fetches, fetchRec{cycle: t.cycle, pc: pc})
 	}
-	// $mzero and $azero read as zero whatever was written to them.
+	// $mzero and $azero read as zero whatever was written to them, and so
+	// does $azeros ($a14:15; see decode).
 	c.M[regZero] = 0
 	c.A[regZero] = 0
+	c.A[regZero-1] = 0
 	// Zero-overhead repeat: falling out of the body's last bundle goes
 	// back to its first while iterations remain.
 	if c.PC == c.rptEnd && c.rptCount > 0 {

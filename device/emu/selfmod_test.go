@@ -1,6 +1,9 @@
 package emu
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A bundle whose main instruction stores over the bundle itself: the
 // predecoded copy is invalidated mid-bundle, and the rest of the bundle
@@ -37,5 +40,33 @@ func TestStoreIntoExecutingBundle(t *testing.T) {
 				t.Fatalf("store into the bundle: word 0x%08x, want the nop", got)
 			}
 		})
+	}
+}
+
+// $azeros ($a14:15) always reads as zero; naming $a14 alone or $aqzero is a
+// clear fault rather than a wrong answer.
+func TestZeroPair(t *testing.T) {
+	tl := NewTile(0)
+	// Store $azeros after an attempt to write it: memory must get zero.
+	tl.WriteWords(dataBase, []uint32{7, 9})
+	runWorker(t, tl, 0, I("ld64", 14, 14, 15, 0), I("st64", 14, 14, 15, 0), I("exitz", 15))
+	lo, _ := tl.ReadWord(dataBase)
+	hi, _ := tl.ReadWord(dataBase + 4)
+	if lo != 0 || hi != 0 {
+		t.Fatalf("$azeros stored 0x%08x 0x%08x, want zero", lo, hi)
+	}
+	for _, prog := range [][]in{
+		{I("setzi.a", 14, 1), I("exitz", 15)},
+		{I("f32v4add", 0, 12, 0), I("exitz", 15)},
+	} {
+		tl := NewTile(0)
+		load(t, tl, workerBase, prog...)
+		if err := tl.StartWorker(0, workerBase, dataBase); err != nil {
+			t.Fatal(err)
+		}
+		f := faultOf(t, tl)
+		if f.Kind != FaultNoEmulation || !strings.Contains(f.Reason, "$a") {
+			t.Fatalf("fault %v", f)
+		}
 	}
 }
