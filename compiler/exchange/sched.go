@@ -1,0 +1,540 @@
+package exchange
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/ipustack/ipustack/target"
+)
+
+// The placement: a greedy list scheduler over two resources per tile, the
+// outgoing stream (one word per event) and the incoming mux (one source
+// window at a time; payload windows follow at the tile's fixed latency, so
+// they never overlap when the mux windows do not). Transfers are taken in a
+// priority order and each is given the earliest send timeline at which its
+// source stream and every destination's mux window (shifted by the route
+// delay ttm) are free, inserting into holes left by earlier placements.
+// Memory-element clashes, the read-before-write order on a tile and the
+// control guard are checked on the candidate and push it later.
+
+// xfer is a transfer with its per-destination timing.
+type xfer struct {
+	src   int
+	n     int
+	saddr uint32
+	dsts  []int
+	daddr []uint32
+	ttm   []int // TimeToMux(src, dst)
+	lat   []int // PayloadLatency + 2*row(dst)
+	sctl  int   // direction bits covering every destination
+	crit  int   // max load of its endpoints
+	// deps[j]: transfers whose source range on dsts[j] overlaps this
+	// transfer's destination range there (they must read first).
+	deps [][]int
+}
+
+type problem struct {
+	xs         []xfer
+	lowerBound int
+	send, recv []int // words per tile
+	hasDeps    bool
+}
+
+func newProblem(p *Phase) *problem {
+	pr := &problem{send: make([]int, target.Tiles), recv: make([]int, target.Tiles)}
+	pr.xs = make([]xfer, len(p.Transfers))
+	for i, t := range p.Transfers {
+		x := &pr.xs[i]
+		x.src, x.n, x.saddr = t.Src, t.Words, t.SrcAddr
+		pr.send[t.Src] += t.Words
+		for _, d := range t.Dsts {
+			x.dsts = append(x.dsts, d.Tile)
+			x.daddr = append(x.daddr, d.Addr)
+			x.ttm = append(x.ttm, target.TimeToMux(t.Src, d.Tile))
+			x.lat = append(x.lat, target.PayloadLatency+2*target.Row(d.Tile))
+			x.sctl |= target.SendDirection(t.Src, d.Tile)
+			pr.recv[d.Tile] += t.Words
+		}
+	}
+	for t := range pr.send {
+		pr.lowerBound = max(pr.lowerBound, pr.send[t], pr.recv[t])
+	}
+	for i := range pr.xs {
+		x := &pr.xs[i]
+		x.crit = pr.send[x.src]
+		for _, d := range x.dsts {
+			x.crit = max(x.crit, pr.recv[d])
+		}
+	}
+	pr.findDeps()
+	return pr
+}
+
+// findDeps records, per tile, which transfers read (as source) a range that
+// another transfer writes (as destination): the read must come first, as
+// the phase's semantics is "every send reads the memory as it was at the
+// start of the phase".
+func (pr *problem) findDeps() {
+	type rng struct {
+		lo, hi uint32
+		x, j   int // j < 0: a read
+	}
+	per := map[int][]rng{}
+	for i := range pr.xs {
+		x := &pr.xs[i]
+		per[x.src] = append(per[x.src], rng{x.saddr, x.saddr + uint32(4*x.n), i, -1})
+	}
+	any := false
+	for i := range pr.xs {
+		x := &pr.xs[i]
+		for j, d := range x.dsts {
+			if _, ok := per[d]; ok {
+				per[d] = append(per[d], rng{x.daddr[j], x.daddr[j] + uint32(4*x.n), i, j})
+				any = true
+			}
+		}
+	}
+	if !any {
+		return
+	}
+	tiles := make([]int, 0, len(per))
+	for t := range per {
+		tiles = append(tiles, t)
+	}
+	slices.Sort(tiles)
+	for _, t := range tiles {
+		rs := per[t]
+		slices.SortFunc(rs, func(a, b rng) int { return cmp.Compare(a.lo, b.lo) })
+		for a := range rs {
+			for b := a + 1; b < len(rs) && rs[b].lo < rs[a].hi; b++ {
+				r, w := rs[a], rs[b]
+				if (r.j < 0) == (w.j < 0) {
+					continue // two reads; two writes were rejected
+				}
+				if r.j >= 0 {
+					r, w = w, r
+				}
+				x := &pr.xs[w.x]
+				if x.deps == nil {
+					x.deps = make([][]int, len(x.dsts))
+				}
+				x.deps[w.j] = append(x.deps[w.j], r.x)
+				pr.hasDeps = true
+			}
+		}
+	}
+}
+
+// order returns the transfers in the priority order of a pass: most
+// critical endpoints first (their tiles bound the phase), longer transfers
+// first, with pass-dependent tie breaks; readers before the writers that
+// overwrite their data.
+func (pr *problem) order(pass int) ([]int, error) {
+	ord := make([]int, len(pr.xs))
+	for i := range ord {
+		ord[i] = i
+	}
+	key := func(i int) uint64 { // deterministic tie break
+		v := uint64(i)*0x9E3779B97F4A7C15 + uint64(pass)*0xD1B54A32D192ED03
+		v ^= v >> 29
+		return v * 0xBF58476D1CE4E5B9
+	}
+	xs := pr.xs
+	switch pass % 4 {
+	case 3:
+		col := pr.colours()
+		slices.SortStableFunc(ord, func(a, b int) int {
+			return cmp.Or(cmp.Compare(col[a], col[b]), cmp.Compare(xs[b].crit, xs[a].crit), cmp.Compare(xs[b].n, xs[a].n), cmp.Compare(a, b))
+		})
+	case 0:
+		slices.SortStableFunc(ord, func(a, b int) int {
+			return cmp.Or(cmp.Compare(xs[b].crit, xs[a].crit), cmp.Compare(xs[b].n, xs[a].n), cmp.Compare(a, b))
+		})
+	case 1:
+		slices.SortStableFunc(ord, func(a, b int) int {
+			return cmp.Or(cmp.Compare(xs[b].n, xs[a].n), cmp.Compare(xs[b].crit, xs[a].crit), cmp.Compare(a, b))
+		})
+	default:
+		slices.SortStableFunc(ord, func(a, b int) int {
+			return cmp.Or(cmp.Compare(xs[b].crit, xs[a].crit), cmp.Compare(key(a), key(b)))
+		})
+	}
+	return pr.topo(ord)
+}
+
+// colours gives each transfer a round such that in one round every tile
+// sends at most one transfer and receives at most one (a greedy edge
+// colouring of the sender-receiver multigraph, multicasts as hyperedges),
+// taking long transfers first.
+func (pr *problem) colours() []int {
+	xs := pr.xs
+	ord := make([]int, len(xs))
+	for i := range ord {
+		ord[i] = i
+	}
+	slices.SortStableFunc(ord, func(a, b int) int { return cmp.Compare(xs[b].n, xs[a].n) })
+	sendC := make([][]uint64, target.Tiles)
+	recvC := make([][]uint64, target.Tiles)
+	has := func(set []uint64, c int) bool { return c/64 < len(set) && set[c/64]>>(c%64)&1 != 0 }
+	put := func(set *[]uint64, c int) {
+		for len(*set) <= c/64 {
+			*set = append(*set, 0)
+		}
+		(*set)[c/64] |= 1 << (c % 64)
+	}
+	col := make([]int, len(xs))
+	for _, i := range ord {
+		x := &xs[i]
+		c := 0
+	search:
+		for ; ; c++ {
+			if has(sendC[x.src], c) {
+				continue
+			}
+			for _, d := range x.dsts {
+				if has(recvC[d], c) {
+					continue search
+				}
+			}
+			break
+		}
+		col[i] = c
+		put(&sendC[x.src], c)
+		for _, d := range x.dsts {
+			put(&recvC[d], c)
+		}
+	}
+	return col
+}
+
+// topo reorders ord so that readers come before the writers that
+// overwrite their data, keeping ord's order otherwise.
+func (pr *problem) topo(ord []int) ([]int, error) {
+	xs := pr.xs
+	if !pr.hasDeps {
+		return ord, nil
+	}
+	// Kahn's algorithm, taking the ready transfer earliest in ord.
+	pos := make([]int, len(ord))
+	for r, i := range ord {
+		pos[i] = r
+	}
+	indeg := make([]int, len(xs))
+	succ := make([][]int, len(xs))
+	for w := range xs {
+		for _, ds := range xs[w].deps {
+			for _, r := range ds {
+				indeg[w]++
+				succ[r] = append(succ[r], w)
+			}
+		}
+	}
+	h := &intHeap{less: func(a, b int) bool { return pos[a] < pos[b] }}
+	for i := range xs {
+		if indeg[i] == 0 {
+			h.push(i)
+		}
+	}
+	out := ord[:0:0]
+	for h.len() > 0 {
+		i := h.pop()
+		out = append(out, i)
+		for _, w := range succ[i] {
+			if indeg[w]--; indeg[w] == 0 {
+				h.push(w)
+			}
+		}
+	}
+	if len(out) != len(xs) {
+		return nil, fmt.Errorf("transfers read and overwrite each other's data in a cycle (an in-place exchange); split the phase")
+	}
+	return out, nil
+}
+
+// promote moves the transfers touching the tile that ends last in pl (the
+// one that sets the horizon) to the front of ord, keeping their order and
+// the order of the rest.
+func (pr *problem) promote(ord []int, pl *placement) ([]int, error) {
+	end := make([]int, target.Tiles)
+	for i := range pr.xs {
+		x := &pr.xs[i]
+		end[x.src] = max(end[x.src], pl.ts[i]+x.n)
+		for j, d := range x.dsts {
+			end[d] = max(end[d], pl.ts[i]+1+x.ttm[j]+x.lat[j]+x.n)
+		}
+	}
+	worst := 0
+	for t := range end {
+		if end[t] > end[worst] {
+			worst = t
+		}
+	}
+	touches := func(i int) bool {
+		x := &pr.xs[i]
+		if x.src == worst {
+			return true
+		}
+		return slices.Contains(x.dsts, worst)
+	}
+	out := make([]int, 0, len(ord))
+	for _, i := range ord {
+		if touches(i) {
+			out = append(out, i)
+		}
+	}
+	for _, i := range ord {
+		if !touches(i) {
+			out = append(out, i)
+		}
+	}
+	return pr.topo(out)
+}
+
+// iv is a half-open interval of events.
+type iv struct{ lo, hi int }
+
+// ivset is a sorted set of disjoint, non-adjacent intervals.
+type ivset []iv
+
+// fit returns the earliest t >= x such that [t, t+n) is free.
+func (s ivset) fit(x, n int) int {
+	i := sort.Search(len(s), func(i int) bool { return s[i].hi > x })
+	t := x
+	for ; i < len(s); i++ {
+		if s[i].lo >= t+n {
+			break
+		}
+		if s[i].hi > t {
+			t = s[i].hi
+		}
+	}
+	return t
+}
+
+// add inserts [lo, hi), which must be free.
+func (s *ivset) add(lo, hi int) {
+	v := *s
+	i := sort.Search(len(v), func(i int) bool { return v[i].lo >= hi })
+	// i: first interval after the new one; i-1 may touch it.
+	if i > 0 && v[i-1].hi == lo {
+		v[i-1].hi = hi
+		if i < len(v) && v[i].lo == hi {
+			v[i-1].hi = v[i].hi
+			v = slices.Delete(v, i, i+1)
+		}
+		*s = v
+		return
+	}
+	if i < len(v) && v[i].lo == hi {
+		v[i].lo = lo
+		return
+	}
+	*s = slices.Insert(v, i, iv{lo, hi})
+}
+
+// run is a send's reads or a receive's writes: item k at cycle c0+k,
+// address addr+4k.
+type run struct {
+	c0, n int
+	addr  uint32
+}
+
+// clash reports whether runs a and b touch the same memory element in the
+// same cycle.
+func clash(a, b run) bool {
+	lo, hi := max(a.c0, b.c0), min(a.c0+a.n, b.c0+b.n)
+	for c := lo; c < hi; {
+		aa := a.addr + uint32(4*(c-a.c0))
+		ab := b.addr + uint32(4*(c-b.c0))
+		ea, eb := target.Element(aa), target.Element(ab)
+		if ea == eb {
+			return true
+		}
+		_, ha, _ := target.ElementBounds(ea)
+		_, hb, _ := target.ElementBounds(eb)
+		c += int(min((ha-aa+3)/4, (hb-ab+3)/4))
+	}
+	return false
+}
+
+type tileState struct {
+	out, mux      ivset
+	reads, writes []run
+	ctrls         []int // control events (kept only with a guard)
+	starts        []int // send first events (kept only with a guard)
+	end           int   // the row's events
+}
+
+type placement struct {
+	ts      []int // send issue timeline per transfer
+	horizon int
+}
+
+func (pr *problem) place(order []int, guard int) *placement {
+	tiles := make([]*tileState, target.Tiles)
+	st := func(t int) *tileState {
+		if tiles[t] == nil {
+			tiles[t] = &tileState{}
+		}
+		return tiles[t]
+	}
+	pl := &placement{ts: make([]int, len(pr.xs))}
+	for _, i := range order {
+		x := &pr.xs[i]
+		s := st(x.src)
+		lb := 0
+		for j := range x.dsts {
+			lb = max(lb, -x.ttm[j]) // the window must open at event >= 1
+			for _, r := range depsOf(x, j) {
+				y := &pr.xs[r]
+				lb = max(lb, pl.ts[r]-x.ttm[j]-x.lat[j]+(int(x.daddr[j])-int(y.saddr))/4+1)
+			}
+		}
+		ts := lb
+		for {
+			t := s.out.fit(ts+1, x.n) - 1
+			for j, d := range x.dsts {
+				t = max(t, st(d).mux.fit(t+1+x.ttm[j], x.n)-1-x.ttm[j])
+			}
+			if t != ts {
+				ts = t
+				continue
+			}
+			if !pr.extraOK(x, ts, s, st, guard) {
+				ts++
+				continue
+			}
+			break
+		}
+		pl.ts[i] = ts
+		s.out.add(ts+1, ts+1+x.n)
+		s.reads = append(s.reads, run{ts + 1, x.n, x.saddr})
+		s.end = max(s.end, ts+x.n)
+		if guard > 0 {
+			s.starts = insertSorted(s.starts, ts+1)
+		}
+		for j, d := range x.dsts {
+			ds := st(d)
+			u0 := ts + 1 + x.ttm[j]
+			ds.mux.add(u0, u0+x.n)
+			ds.writes = append(ds.writes, run{u0 + x.lat[j], x.n, x.daddr[j]})
+			ds.end = max(ds.end, u0+x.lat[j]+x.n)
+			if guard > 0 {
+				ds.ctrls = insertSorted(ds.ctrls, u0)
+				ds.ctrls = insertSorted(ds.ctrls, u0+x.n)
+				ds.ctrls = insertSorted(ds.ctrls, u0+x.lat[j])
+			}
+		}
+	}
+	for _, t := range tiles {
+		if t != nil {
+			pl.horizon = max(pl.horizon, t.end)
+		}
+	}
+	return pl
+}
+
+func depsOf(x *xfer, j int) []int {
+	if x.deps == nil {
+		return nil
+	}
+	return x.deps[j]
+}
+
+func insertSorted(v []int, e int) []int {
+	i, found := slices.BinarySearch(v, e)
+	if found {
+		return v
+	}
+	return slices.Insert(v, i, e)
+}
+
+// inGuard reports whether some start s in starts has s <= e < s+g.
+func inGuard(starts []int, e, g int) bool {
+	i := sort.SearchInts(starts, e-g+1)
+	return i < len(starts) && starts[i] <= e
+}
+
+// anyIn reports whether sorted v has an element in [lo, hi).
+func anyIn(v []int, lo, hi int) bool {
+	i := sort.SearchInts(v, lo)
+	return i < len(v) && v[i] < hi
+}
+
+// extraOK checks a candidate send timeline against memory-element clashes
+// and the control guard on the source and every destination.
+func (pr *problem) extraOK(x *xfer, ts int, s *tileState, st func(int) *tileState, guard int) bool {
+	r := run{ts + 1, x.n, x.saddr}
+	for _, w := range s.writes {
+		if w.c0 < r.c0+r.n && r.c0 < w.c0+w.n && clash(r, w) {
+			return false
+		}
+	}
+	if guard > 0 && anyIn(s.ctrls, ts+1, ts+1+guard) {
+		return false
+	}
+	for j, d := range x.dsts {
+		ds := st(d)
+		u0 := ts + 1 + x.ttm[j]
+		w := run{u0 + x.lat[j], x.n, x.daddr[j]}
+		for _, rr := range ds.reads {
+			if w.c0 < rr.c0+rr.n && rr.c0 < w.c0+w.n && clash(rr, w) {
+				return false
+			}
+		}
+		if guard > 0 {
+			for _, e := range [3]int{u0, u0 + x.n, u0 + x.lat[j]} {
+				if inGuard(ds.starts, e, guard) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// intHeap is a small binary heap of ints with a custom order.
+type intHeap struct {
+	v    []int
+	less func(a, b int) bool
+}
+
+func (h *intHeap) len() int { return len(h.v) }
+
+func (h *intHeap) push(x int) {
+	h.v = append(h.v, x)
+	i := len(h.v) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(h.v[i], h.v[p]) {
+			break
+		}
+		h.v[i], h.v[p] = h.v[p], h.v[i]
+		i = p
+	}
+}
+
+func (h *intHeap) pop() int {
+	top := h.v[0]
+	n := len(h.v) - 1
+	h.v[0] = h.v[n]
+	h.v = h.v[:n]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(h.v[l], h.v[m]) {
+			m = l
+		}
+		if r < n && h.less(h.v[r], h.v[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.v[i], h.v[m] = h.v[m], h.v[i]
+		i = m
+	}
+	return top
+}
