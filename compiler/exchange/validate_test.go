@@ -140,7 +140,7 @@ func TestValidateNumbers(t *testing.T) {
 	wantReject(t, s, "Program.Events says")
 	s = oracleSchedule(t)
 	s.Horizon++
-	wantReject(t, s, "Horizon")
+	wantReject(t, s, "horizon")
 	s = oracleSchedule(t)
 	s.LowerBound--
 	wantReject(t, s, "LowerBound")
