@@ -106,14 +106,12 @@ type prepared struct {
 	code   uint32
 }
 
-func prepare(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*prepared, error) {
+// loadKernel builds a kernel, links it with the harness and loads it on a
+// fresh tile, without data.
+func loadKernel(name string, given kernels.Params, cache kernels.Cache) (*prepared, error) {
 	k, err := kernels.Lookup(name)
 	if err != nil {
 		return nil, err
-	}
-	setup, ok := setups[name]
-	if !ok {
-		return nil, fmt.Errorf("kernel %s has no bench setup", name)
 	}
 	built, err := k.Build(given, cache)
 	if err != nil {
@@ -135,15 +133,32 @@ func prepare(name string, given kernels.Params, seed uint64, cache kernels.Cache
 		}
 		code += uint32(len(seg.Data))
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-	c, err := setup(tile, built.Params, rng)
+	return &prepared{kernel: k, built: built, tile: tile, entry: img.Entry, code: code}, nil
+}
+
+// prepare loads a kernel and writes its seeded inputs with its bench setup.
+func prepare(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*prepared, error) {
+	setup, ok := setups[name]
+	if !ok {
+		if _, err := kernels.Lookup(name); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("kernel %s has no bench setup", name)
+	}
+	p, err := loadKernel(name, given, cache)
 	if err != nil {
-		return nil, fmt.Errorf("set up %s (%s): %w", name, built.Params, err)
+		return nil, err
 	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
+	c, err := setup(p.tile, p.built.Params, rng)
+	if err != nil {
+		return nil, fmt.Errorf("set up %s (%s): %w", name, p.built.Params, err)
+	}
+	p.c = c
 	for r, v := range c.Args {
-		tile.Sup.M[r] = v
+		p.tile.Sup.M[r] = v
 	}
-	return &prepared{kernel: k, built: built, tile: tile, c: c, entry: img.Entry, code: code}, nil
+	return p, nil
 }
 
 // execute runs the prepared call to the harness's closing sync.

@@ -1,14 +1,10 @@
 package bench
 
 import (
-	"math/rand/v2"
 	"testing"
 
-	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/device/emu"
-	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 type gemmShape struct{ k, c, r int }
@@ -93,47 +89,16 @@ func TestGemmF16Peak(t *testing.T) {
 
 // gemmRun runs a kernel like Run does but hands back the tile and the
 // case, so a test can tamper with the result before checking it.
-func gemmRun(t *testing.T, name string, p kernels.Params, seed uint64) (*emu.Tile, *Case) {
+func gemmRun(t *testing.T, name string, params kernels.Params, seed uint64) (*emu.Tile, *Case) {
 	t.Helper()
-	k, err := kernels.Lookup(name)
+	p, err := prepare(name, params, seed, kernels.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := k.Build(p, kernels.Cache{})
-	if err != nil {
+	if _, err := p.execute(); err != nil {
 		t.Fatal(err)
 	}
-	stub, err := asm.Assemble("harness.S", []byte(harness), asm.Options{Defines: map[string]string{"KERNEL_ENTRY": k.Entry}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := elf.Link([]*elf.Object{stub, built.Object}, elf.LinkOptions{Entry: "_start"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tile := emu.NewTile(0)
-	for _, seg := range img.Segments {
-		if err := tile.Write(seg.Addr, seg.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-	c, err := setups[name](tile, built.Params, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r, v := range c.Args {
-		tile.Sup.M[r] = v
-	}
-	tile.Start(img.Entry)
-	res, err := tile.Run(1 << 34)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Reason != emu.StopSync || res.Zone != int(target.SyncInternal) {
-		t.Fatalf("kernel did not return: %s", res)
-	}
-	return tile, c
+	return p.tile, p.c
 }
 
 // The check must catch a wrong element: corrupt one output element of a

@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"math/rand/v2"
 	"testing"
 
-	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/device/emu"
-	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/kernels"
 )
 
@@ -15,34 +12,16 @@ import (
 // tile for inspection.
 func layRunRaw(t *testing.T, name string, given kernels.Params, args map[int]uint32, write func(*emu.Tile)) *emu.Tile {
 	t.Helper()
-	k, err := kernels.Lookup(name)
+	p, err := loadKernel(name, given, kernels.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := k.Build(given, kernels.Cache{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stub, err := asm.Assemble("harness.S", []byte(harness), asm.Options{Defines: map[string]string{"KERNEL_ENTRY": k.Entry}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := elf.Link([]*elf.Object{stub, built.Object}, elf.LinkOptions{Entry: "_start"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tile := emu.NewTile(0)
-	for _, seg := range img.Segments {
-		if err := tile.Write(seg.Addr, seg.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tile := p.tile
 	write(tile)
 	for r, v := range args {
 		tile.Sup.M[r] = v
 	}
-	tile.Start(img.Entry)
-	if _, err := tile.Run(1 << 34); err != nil {
+	if _, err := p.execute(); err != nil {
 		t.Fatal(err)
 	}
 	return tile
@@ -55,40 +34,14 @@ func layRunRaw(t *testing.T, name string, given kernels.Params, args map[int]uin
 // finite value: no check may accept the corrupted output.
 func layRunAndCorrupt(t *testing.T, name string, given kernels.Params, seed uint64, off uint32) error {
 	t.Helper()
-	k, err := kernels.Lookup(name)
+	p, err := prepare(name, given, seed, kernels.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := k.Build(given, kernels.Cache{})
-	if err != nil {
+	if _, err := p.execute(); err != nil {
 		t.Fatal(err)
 	}
-	stub, err := asm.Assemble("harness.S", []byte(harness), asm.Options{Defines: map[string]string{"KERNEL_ENTRY": k.Entry}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := elf.Link([]*elf.Object{stub, built.Object}, elf.LinkOptions{Entry: "_start"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tile := emu.NewTile(0)
-	for _, seg := range img.Segments {
-		if err := tile.Write(seg.Addr, seg.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-	c, err := setups[name](tile, built.Params, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r, v := range c.Args {
-		tile.Sup.M[r] = v
-	}
-	tile.Start(img.Entry)
-	if _, err := tile.Run(1 << 34); err != nil {
-		t.Fatal(err)
-	}
+	tile, c, built := p.tile, p.c, p.built
 	if _, err := c.Check(tile); err != nil {
 		t.Fatalf("%s (%s): the uncorrupted output fails: %v", name, built.Params, err)
 	}
