@@ -1,0 +1,320 @@
+// Package cost holds ipustack's cost models: the cycles of every tile kernel
+// as a function of its parameters, the cycles of an exchange phase, and the
+// memory an operand takes on a tile. The mid-level planner (compiler/mid)
+// ranks plans with them, so they must be cheap and close to what the
+// emulator measures.
+//
+// # Kernel models
+//
+// Each kernel model is structural: the number of bundles each of the six
+// workers issues in each worker run is counted from the kernel's source
+// (kernels/src/*.S: prologue instructions, rpt bodies, per-group overheads,
+// the work split "worker w takes n/6 + (w < n%6) rows/words"), and those
+// counts are fed through the tile's issue rules (issueModel: six slots, one
+// bundle per 6 cycles per worker, the supervisor in the free slots, sync 2
+// resuming after the last exit). Nothing is fitted: the only inputs are the
+// sources and docs/machine.md. The differential test (models_test.go) runs
+// kernels/bench on a table of parameter points, extremes included, and
+// checks each model against the emulated cycles; the bounds it asserts are
+// stated there and in docs of Kernel.
+//
+// A GEMM model costs O(c/16 * k/16) steps (one per weight group), the others
+// O(1); all allocate nothing.
+package cost
+
+import (
+	"fmt"
+
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// gemmWorkerBundles is the bundle count of one worker run of the AMP GEMM
+// (src/gemm.inc) for a worker owning n rows. kind: 0 first inner group of a
+// column group, 1 middle, 2 last (drains), 3 first and last (k = 16).
+func gemmWorkerBundles(fast bool, kind, n int) int {
+	if fast {
+		// FASTBODY: L + 5 PB + rpt + 4(n-2) body + 2 PB = 4n + 1.
+		body := 4*n + 1
+		switch kind {
+		case 0:
+			return 4 + body + 1 // 3 adds + tapack; exitz tail
+		case 1:
+			return 1 + body + 1 // add; exitz tail
+		case 2:
+			return 1 + body + 7 // add; drain tail (6 stores + exitz)
+		default:
+			return 4 + body + 7
+		}
+	}
+	// Small path (r < 12): SMALLRUN with n = 0, 1 or 2 rows.
+	var run int
+	switch n {
+	case 0:
+		run = 2 // brz; exitz
+	case 1:
+		run = 15
+	default:
+		run = 19
+	}
+	if kind == 0 || kind == 3 {
+		return 2 + run // add, add
+	}
+	return 1 + run // add
+}
+
+// gemm is the model of gemm_f16 (cols 16, putcs 32) and gemm_f16_f32acc
+// (cols 8, putcs 16).
+func gemm(k, c, r, cols, putcs int) int64 {
+	kg, cg := k/16, c/cols
+	rows := rowsPerWorker(r)
+	fast := r/slots >= 2
+	var b [target.WorkerContexts]int
+	m := newIssueModel()
+	m.issue(2) // put $CCCSLOAD; setzi
+	for w := range b {
+		if fast {
+			b[w] = 22
+		} else {
+			b[w] = 12
+		}
+	}
+	m.runall(&b)
+	m.issue(4) // setzi $m1, $m7, $m8, $m5
+	group := func(kind int) {
+		m.sync2()
+		m.issue(putcs)
+		for w := range b {
+			b[w] = gemmWorkerBundles(fast, kind, rows[w])
+		}
+		m.runall(&b)
+	}
+	m.repeat(cg, func() {
+		if kg == 1 {
+			group(3)
+		} else {
+			group(0)
+		}
+		if kg >= 3 {
+			m.issue(1) // setzi $m6
+			m.repeat(kg-2, func() {
+				group(1)
+				m.issue(1) // brnzdec $m6
+			})
+		}
+		if kg >= 2 {
+			group(2)
+		}
+		m.issue(1) // brnzdec $m5
+	})
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
+}
+
+// GemmF16 is the cycle count of one gemm_f16 call (k, c multiples of 16,
+// 1 <= r <= 768).
+func GemmF16(k, c, r int) int64 { return gemm(k, c, r, 16, 32) }
+
+// GemmF16F32Acc is the cycle count of one gemm_f16_f32acc call (k multiple
+// of 16, c multiple of 8, 1 <= r <= 768).
+func GemmF16F32Acc(k, c, r int) int64 { return gemm(k, c, r, 8, 16) }
+
+// PackLeftF16 is the cycle count of pack_left_f16 (r rows, k columns; the
+// input row stride does not change the timing).
+func PackLeftF16(r, k int) int64 {
+	gf, kv := k/16, k%16
+	rows := rowsPerWorker(r)
+	var b [target.WorkerContexts]int
+	for w, n := range rows {
+		if n == 0 {
+			b[w] = 6
+			continue
+		}
+		t := 20 + 1 // prologue, exitz
+		if gf > 0 {
+			t += 2 + gf*(4*n+6)
+		}
+		if kv > 0 {
+			lag := 1
+			if kv%4 != 0 {
+				lag = 2
+			}
+			// setzi, the nop aligning the group code (.p2align 3 after an
+			// odd number of 4-byte instructions), tapack, PACK_GROUP.
+			t += 3 + 4*n + 1 + lag
+		}
+		b[w] = t
+	}
+	return singleRun(b)
+}
+
+// unpackF16Bundles is unpack_out_f16's per-worker count.
+func unpackF16Bundles(n, c int) int {
+	if n == 0 {
+		return 6
+	}
+	gf, cv := c/16, c%16
+	t := 17 + 1 // prologue, exitz
+	if gf > 0 {
+		// 2 setzi and the aligning nop (17+2 instructions of 4 bytes).
+		t += 3 + gf*(4*n+6)
+	}
+	if cv > 0 {
+		nw := (cv + 3) / 4
+		t += 2 + nw*n + 2
+		if gf > 0 {
+			t++ // aligning nop after the odd setzi
+		}
+	}
+	return t
+}
+
+// UnpackOutF16 is the cycle count of unpack_out_f16 (r rows, c columns).
+func UnpackOutF16(r, c int) int64 {
+	var b [target.WorkerContexts]int
+	for w, n := range rowsPerWorker(r) {
+		b[w] = unpackF16Bundles(n, c)
+	}
+	return singleRun(b)
+}
+
+// UnpackOutF32 is the cycle count of unpack_out_f32 (r rows, c columns).
+func UnpackOutF32(r, c int) int64 {
+	gf, cv := c/8, c%8
+	var b [target.WorkerContexts]int
+	for w, n := range rowsPerWorker(r) {
+		if n == 0 {
+			b[w] = 6
+			continue
+		}
+		t := 17 + 1
+		group := func(nwo int) int {
+			tail := 2
+			if nwo == 2 {
+				tail = 3
+			}
+			return 4 + 1 + 4*(n-1) + tail
+		}
+		if gf > 0 {
+			// 2 setzi and the aligning nop (17+2 instructions of 4 bytes).
+			t += 3 + gf*(2+group(2)+3)
+		}
+		if cv > 0 {
+			t += 3 + group((cv+3)/4)
+			if gf == 0 {
+				t++ // aligning nop (17+2 instructions)
+			}
+		}
+		b[w] = t
+	}
+	return singleRun(b)
+}
+
+// wordLoop is the per-worker count of gelu_f16 and reduce_add_f16: a
+// prologue of pro 4-byte instructions, then per 64-bit word `per` bundles.
+// The loop code is 8-byte aligned: an odd prologue is followed by an
+// executed nop; the single-word path starts after a 4-byte `bri`, so it
+// always begins with one.
+func wordLoop(words, per, pro int) [target.WorkerContexts]int {
+	var b [target.WorkerContexts]int
+	for w, q := range rowsPerWorker(words) {
+		switch {
+		case q == 0:
+			b[w] = 6
+		case q == 1:
+			b[w] = pro + 1 + per + 2 // nop, word, st64step, exitz
+		default:
+			b[w] = pro + pro%2 + per*q + 2 + 2 // rpt, bri, st64step, exitz
+		}
+	}
+	return b
+}
+
+// GeluF16 is the cycle count of gelu_f16 on n values (precise 0 or 1).
+func GeluF16(n, precise int) int64 {
+	per := 9
+	if precise != 0 {
+		per = 22
+	}
+	return singleRun(wordLoop(n/4, per, 19))
+}
+
+// ReduceAddF16 is the cycle count of reduce_add_f16 (n outputs, parts
+// partial arrays).
+func ReduceAddF16(n, parts int) int64 {
+	return singleRun(wordLoop(n/4, 3*parts+1, 18))
+}
+
+// CopyF16 is the cycle count of copy_f16 moving n bytes.
+func CopyF16(n int) int64 {
+	var b [target.WorkerContexts]int
+	for w, q := range rowsPerWorker(n / 8) {
+		if q == 0 {
+			b[w] = 6
+		} else {
+			// 17 instructions, the aligning nop, rpt, q-1 body bundles,
+			// st64pace, exitz.
+			b[w] = q + 20
+		}
+	}
+	return singleRun(b)
+}
+
+// FillZero is the cycle count of fill_zero on n bytes.
+func FillZero(n int) int64 {
+	// src/fill.S: worker w zeroes min(words - w*chunk, chunk) words,
+	// chunk = ceil(words/6): 7 instructions, the aligning nop, rpt, one
+	// st64step per word, exitz; a worker with a negative count exits after
+	// its 6-instruction prologue.
+	words := n / 8
+	chunk := (words + slots - 1) / slots
+	var b [target.WorkerContexts]int
+	for w := range b {
+		q := min(words-w*chunk, chunk)
+		if q < 0 {
+			b[w] = 7
+		} else {
+			b[w] = q + 10
+		}
+	}
+	m := newIssueModel()
+	m.issue(1) // setzi
+	m.runall(&b)
+	m.sync2()
+	return int64(m.issue(1))
+}
+
+// Kernel returns the modelled cycles of one call of the named kernel with
+// the given parameters (defaults filled and checked by the kernel's ABI
+// record, exactly as a build would).
+func Kernel(name string, given kernels.Params) (int64, error) {
+	k, err := kernels.Lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	p, err := k.Resolve(given)
+	if err != nil {
+		return 0, err
+	}
+	switch name {
+	case "gemm_f16":
+		return GemmF16(p["k"], p["c"], p["r"]), nil
+	case "gemm_f16_f32acc":
+		return GemmF16F32Acc(p["k"], p["c"], p["r"]), nil
+	case "pack_left_f16":
+		return PackLeftF16(p["r"], p["k"]), nil
+	case "unpack_out_f16":
+		return UnpackOutF16(p["r"], p["c"]), nil
+	case "unpack_out_f32":
+		return UnpackOutF32(p["r"], p["c"]), nil
+	case "gelu_f16":
+		return GeluF16(p["n"], p["precise"]), nil
+	case "reduce_add_f16":
+		return ReduceAddF16(p["n"], p["parts"]), nil
+	case "copy_f16":
+		return CopyF16(p["n"]), nil
+	case "fill_zero":
+		return FillZero(p["bytes"]), nil
+	}
+	return 0, fmt.Errorf("cost: no model for kernel %q", name)
+}

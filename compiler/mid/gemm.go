@@ -1,0 +1,373 @@
+package mid
+
+import (
+	"github.com/ipustack/ipustack/compiler/cost"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// layout is a product-structured holder layout: cell (ri, ci) of the row
+// spans x column spans is held by tile[ri*len(cols)+ci] (-1: nobody).
+type layout struct {
+	value *graph.Node
+	rows  []Span
+	cols  []Span
+	tile  []int
+	order Order
+}
+
+// need is a product-structured demand: cell (ri, ci) is needed by tiles(ri, ci).
+type need struct {
+	rows, cols []Span
+	tiles      func(ri, ci int) []int
+}
+
+// exchange computes the logical transfers that bring every needed cell to
+// its tiles from the holders: the two partitions are refined into atoms;
+// each atom is sent once by its holder to every needing tile that is not the
+// holder (multicast). send/recv accumulate per-tile bytes; emit, if not nil,
+// receives each transfer.
+func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer)) {
+	type seg struct {
+		s    Span
+		a, b int
+	}
+	merge := func(x, y []Span) []seg {
+		var out []seg
+		i, j := 0, 0
+		for i < len(x) && j < len(y) {
+			s := x[i].Intersect(y[j])
+			if s.Len() > 0 {
+				out = append(out, seg{s, i, j})
+			}
+			if x[i].Hi <= y[j].Hi {
+				i++
+			} else {
+				j++
+			}
+		}
+		return out
+	}
+	rs, cs := merge(h.rows, n.rows), merge(h.cols, n.cols)
+	var to []int
+	for _, r := range rs {
+		for _, c := range cs {
+			from := h.tile[r.a*len(h.cols)+c.a]
+			to = to[:0]
+			for _, t := range n.tiles(r.b, c.b) {
+				if t != from {
+					to = append(to, t)
+				}
+			}
+			if len(to) == 0 {
+				continue
+			}
+			bytes := r.s.Len() * c.s.Len() * elem
+			send[from] += bytes
+			for _, t := range to {
+				recv[t] += bytes
+			}
+			if emit != nil {
+				emit(Transfer{Ref: Ref{Value: h.value, Part: -1, Rows: r.s, Cols: c.s}, Order: h.order,
+					From: from, To: append([]int(nil), to...), Bytes: bytes})
+			}
+		}
+	}
+}
+
+// models memoises kernel cycle models for one search (a cache only: never
+// iterated).
+type models struct {
+	t    *target.Target
+	memo map[[4]int]int64
+}
+
+// Kernel ids of the memo key.
+const (
+	kGemm = iota
+	kCopy
+	kReduce
+	kGelu
+	kUnpack
+)
+
+// cycles returns the modelled cycles of one call, launch overhead included.
+func (m *models) cycles(kind, a, b, c int) int64 {
+	key := [4]int{kind, a, b, c}
+	if v, ok := m.memo[key]; ok {
+		return v
+	}
+	var v int64
+	switch kind {
+	case kGemm:
+		v = cost.GemmF16(a, b, c)
+	case kCopy:
+		v = cost.CopyF16(a)
+	case kReduce:
+		v = cost.ReduceAddF16(a, b)
+	case kGelu:
+		v = cost.GeluF16(a, 0)
+	case kUnpack:
+		v = cost.UnpackOutF16(a, b)
+	}
+	v += m.launch()
+	m.memo[key] = v
+	return v
+}
+
+func (m *models) launch() int64 { return int64(m.t.Exchange.KernelLaunchCycles) }
+
+// leftNeed is the demand of a GEMM plan on its left operand.
+func leftNeed(g *GemmPlan) *need {
+	tiles := make([][]int, g.Rows.Count*g.Inner.Count)
+	for i := 0; i < g.Rows.Count; i++ {
+		for p := 0; p < g.Inner.Count; p++ {
+			ts := make([]int, g.Cols.Count)
+			for j := range ts {
+				ts[j] = g.Tile(i, j, p)
+			}
+			tiles[i*g.Inner.Count+p] = ts
+		}
+	}
+	return &need{rows: g.Rows.Spans(), cols: g.Inner.Spans(),
+		tiles: func(ri, ci int) []int { return tiles[ri*g.Inner.Count+ci] }}
+}
+
+// hostLayout is where the host writes a graph input consumed as g's left
+// operand: one copy, block (i, p) on the first cell of its row of the grid,
+// Tile(i, 0, p), already in AMP left order (the host reorders for free but
+// writes every element once).
+func hostLayout(g *GemmPlan) *layout {
+	l := &layout{value: g.Left, rows: g.Rows.Spans(), cols: g.Inner.Spans(), order: AMPLeft}
+	for i := range l.rows {
+		for p := range l.cols {
+			l.tile = append(l.tile, g.Tile(i, 0, p))
+		}
+	}
+	return l
+}
+
+// outLayout is where g's result lives after its last compute stage.
+func outLayout(g *GemmPlan) *layout {
+	l := &layout{value: g.Out, rows: g.Rows.Spans(), order: AMPOut}
+	type col struct {
+		s    Span
+		j, q int
+	}
+	var cols []col
+	for j := 0; j < g.Cols.Count; j++ {
+		for q := 0; q < g.Inner.Count; q++ {
+			if s := g.Slice(j, q); s.Len() > 0 {
+				cols = append(cols, col{s, j, q})
+			}
+		}
+	}
+	for _, c := range cols {
+		l.cols = append(l.cols, c.s)
+	}
+	for i := range l.rows {
+		for _, c := range cols {
+			l.tile = append(l.tile, g.Tile(i, c.j, c.q))
+		}
+	}
+	if g.Output {
+		l.order = RowMajor
+	}
+	return l
+}
+
+// opEval is the costed realisation of one GEMM plan given where its left
+// operand is: its stages (with Calls/Transfers only in detail mode), per-tile
+// memory, and the layout of its result.
+type opEval struct {
+	stages  []Stage
+	cycles  int64
+	weights []int // resident weight bytes per tile
+	work    []int // working bytes per tile while the op runs
+	held    []int // bytes of the result held per tile afterwards
+	out     *layout
+}
+
+// evalGemm costs plan g whose left operand is held as src (nil: a graph
+// input, written by the host in hostLayout(g)). prevHeld is the per-tile
+// size of src's pieces (nil for host inputs: they are counted in work).
+func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, detail bool) *opEval {
+	e := &opEval{weights: make([]int, tiles), work: make([]int, tiles), held: make([]int, tiles)}
+	send, recv := make([]int, tiles), make([]int, tiles)
+	var tr []Transfer
+	emit := func(t Transfer) { tr = append(tr, t) }
+	if !detail {
+		emit = nil
+	}
+	if src == nil {
+		src = hostLayout(g)
+	}
+	exchange(src, leftNeed(g), 2, send, recv, emit)
+	addExchange(m.t, e, g.Node.Name+".in", send, recv, tr)
+
+	// Compute: the GEMM of every cell, and without K-split the epilogue.
+	busy := make([]int64, tiles)
+	var calls []Call
+	add := func(t int, cyc int64, mk func(cyc int64) Call) {
+		busy[t] += cyc
+		if detail {
+			calls = append(calls, mk(cyc))
+		}
+	}
+	const a32 = 32
+	for i := 0; i < g.Rows.Count; i++ {
+		rs := g.Rows.Span(i)
+		for j := 0; j < g.Cols.Count; j++ {
+			cs := g.Cols.Span(j)
+			for p := 0; p < g.Inner.Count; p++ {
+				ks := g.Inner.Span(p)
+				t := g.Tile(i, j, p)
+				r, c, k := rs.Len(), cs.Len(), ks.Len()
+				part := p
+				if g.Inner.Count == 1 {
+					part = -1
+				}
+				add(t, m.cycles(kGemm, k, c, r), func(cyc int64) Call {
+					return Call{Tile: t, Kernel: g.Kernel, Params: kernels.Params{"k": k, "c": c, "r": r}, Cycles: cyc,
+						Reads:  []Ref{{g.Left, -1, rs, ks}, {g.Right, -1, ks, cs}},
+						Writes: []Ref{{g.Node, part, rs, cs}}}
+				})
+				e.weights[t] = cost.Align(k*c*2, a32)
+				left := cost.Align(cost.Align(r*k*2, a32), int(m.t.Memory.ElementBytes)) // own element(s): the distinct-element rule
+				out := cost.Align(r*c*2, a32)
+				e.work[t] = left + out
+				if prevHeld != nil {
+					e.work[t] += prevHeld[t]
+				}
+				if g.Inner.Count == 1 {
+					e.held[t] = out
+					epilogue(m, g, t, Ref{g.Node, -1, rs, cs}, add, e)
+				}
+			}
+		}
+	}
+	addCompute(e, g.Node.Name+".gemm", busy, calls)
+	if g.Inner.Count == 1 {
+		e.out = outLayout(g)
+		return e
+	}
+
+	// Reduce-scatter: slice q of every partial goes to cell q.
+	for t := range send {
+		send[t], recv[t] = 0, 0
+	}
+	tr = nil
+	for i := 0; i < g.Rows.Count; i++ {
+		rs := g.Rows.Span(i)
+		for j := 0; j < g.Cols.Count; j++ {
+			for q := 0; q < g.Inner.Count; q++ {
+				sl := g.Slice(j, q)
+				if sl.Len() == 0 {
+					continue
+				}
+				dst := g.Tile(i, j, q)
+				b := rs.Len() * sl.Len() * 2
+				for p := 0; p < g.Inner.Count; p++ {
+					if p == q {
+						continue
+					}
+					src := g.Tile(i, j, p)
+					send[src] += b
+					recv[dst] += b
+					if detail {
+						tr = append(tr, Transfer{Ref: Ref{g.Node, p, rs, sl}, Order: AMPOut, From: src, To: []int{dst}, Bytes: b})
+					}
+				}
+			}
+		}
+	}
+	addExchange(m.t, e, g.Node.Name+".reduce", send, recv, tr)
+	for t := range busy {
+		busy[t] = 0
+	}
+	calls = nil
+	for i := 0; i < g.Rows.Count; i++ {
+		rs := g.Rows.Span(i)
+		for j := 0; j < g.Cols.Count; j++ {
+			for q := 0; q < g.Inner.Count; q++ {
+				sl := g.Slice(j, q)
+				t := g.Tile(i, j, q)
+				if sl.Len() == 0 {
+					e.held[t] = 0
+					continue
+				}
+				n := rs.Len() * sl.Len()
+				parts := g.Inner.Count
+				// The received parts arrive in one contiguous buffer; the
+				// tile's own partial slice is copied behind them so that
+				// reduce_add sees parts contiguous arrays.
+				add(t, m.cycles(kCopy, 2*n, 0, 0), func(cyc int64) Call {
+					return Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n}, Cycles: cyc,
+						Reads: []Ref{{g.Node, q, rs, sl}}}
+				})
+				add(t, m.cycles(kReduce, n, parts, 0), func(cyc int64) Call {
+					reads := make([]Ref, parts)
+					for p := range reads {
+						reads[p] = Ref{g.Node, p, rs, sl}
+					}
+					return Call{Tile: t, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": parts},
+						Cycles: cyc, Reads: reads, Writes: []Ref{{g.Node, -1, rs, sl}}}
+				})
+				e.work[t] += cost.Align(parts*n*2, 32)
+				e.held[t] = cost.Align(n*2, 32)
+				epilogue(m, g, t, Ref{g.Node, -1, rs, sl}, add, e)
+			}
+		}
+	}
+	addCompute(e, g.Node.Name+".reduce", busy, calls)
+	e.out = outLayout(g)
+	return e
+}
+
+// epilogue adds the fused elementwise ops on a result block and, for a
+// graph output, the unpack to row-major.
+func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(int64) Call), e *opEval) {
+	n := blk.Rows.Len() * blk.Cols.Len()
+	cur := blk
+	for _, op := range g.Epilogue {
+		next := Ref{op, -1, blk.Rows, blk.Cols}
+		in := cur
+		add(t, m.cycles(kGelu, n, 0, 0), func(cyc int64) Call {
+			return Call{Tile: t, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": 0},
+				Cycles: cyc, Reads: []Ref{in}, Writes: []Ref{next}}
+		})
+		cur = next
+	}
+	if g.Output {
+		r, c := blk.Rows.Len(), blk.Cols.Len()
+		add(t, m.cycles(kUnpack, r, c, 0), func(cyc int64) Call {
+			return Call{Tile: t, Kernel: "unpack_out_f16", Params: kernels.Params{"r": r, "c": c},
+				Cycles: cyc, Reads: []Ref{cur}, Writes: []Ref{cur}}
+		})
+		e.work[t] += cost.Align(n*2, 32)
+		e.held[t] += cost.Align(n*2, 32)
+	}
+}
+
+func addExchange(t *target.Target, e *opEval, name string, send, recv []int, tr []Transfer) {
+	ms, mr := 0, 0
+	for i := range send {
+		ms, mr = max(ms, send[i]), max(mr, recv[i])
+	}
+	c := cost.ExchangePhase(t, ms, mr)
+	if c == 0 {
+		return
+	}
+	e.stages = append(e.stages, Stage{Kind: ExchangeStage, Name: name, Transfers: tr, Cycles: c, MaxSend: ms, MaxRecv: mr})
+	e.cycles += c
+}
+
+func addCompute(e *opEval, name string, busy []int64, calls []Call) {
+	var c int64
+	for _, b := range busy {
+		c = max(c, b)
+	}
+	e.stages = append(e.stages, Stage{Kind: ComputeStage, Name: name, Calls: calls, Cycles: c})
+	e.cycles += c
+}

@@ -1,0 +1,238 @@
+package mid
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/target"
+)
+
+func search(t testing.TB, g *graph.Graph, opt Options) *Result {
+	t.Helper()
+	res, err := Search(g, target.IPU21(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// checkResult asserts what every search must give: 1..Finalists plans,
+// cheapest first, each fitting memory, with consistent totals and a data
+// placement that the checker accepts.
+func checkResult(t *testing.T, res *Result, tiles int) {
+	t.Helper()
+	if len(res.Finalists) == 0 || len(res.Finalists) > 8 {
+		t.Fatalf("%d finalists", len(res.Finalists))
+	}
+	for i, p := range res.Finalists {
+		if err := p.Check(); err != nil {
+			t.Fatalf("finalist %d: %v\n%s", i, err, p.Summary())
+		}
+		if p.PeakBytes > res.Budget || p.PeakBytes <= 0 {
+			t.Errorf("finalist %d: peak %d bytes, budget %d", i, p.PeakBytes, res.Budget)
+		}
+		if p.ActiveTiles > tiles {
+			t.Errorf("finalist %d uses %d tiles of %d", i, p.ActiveTiles, tiles)
+		}
+		if i > 0 && p.Cycles < res.Finalists[i-1].Cycles {
+			t.Errorf("finalists not ordered: %d < %d", p.Cycles, res.Finalists[i-1].Cycles)
+		}
+		for _, g := range p.Gemms {
+			if g.Rows.Block > 768 || g.Cols.Block%16 != 0 || g.Inner.Block%16 != 0 {
+				t.Errorf("finalist %d: %s block r=%d c=%d k=%d breaks the kernel rules", i, g.Node.Name, g.Rows.Block, g.Cols.Block, g.Inner.Block)
+			}
+		}
+	}
+	for _, s := range res.Stats {
+		if s.Candidates <= 0 {
+			t.Errorf("%s: no candidates", s.Name)
+		}
+	}
+}
+
+func TestSiglipMLP(t *testing.T) {
+	g, err := graph.Preset("siglip-mlp-f16", graph.DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	res := search(t, g, Options{Logf: func(f string, a ...any) { log = append(log, f) }})
+	checkResult(t, res, target.Tiles)
+	if len(res.Finalists) != 8 {
+		t.Errorf("%d finalists, want the default 8", len(res.Finalists))
+	}
+	best := res.Finalists[0]
+	t.Logf("best plan:\n%s", best.Summary())
+	if eff := best.Efficiency(); eff < 0.27 {
+		t.Errorf("predicted efficiency %.2f%% is below the reference's 27%%", 100*eff)
+	}
+	if len(res.Stats) != 2 || len(log) < 2+len(res.Finalists) {
+		t.Errorf("stats %d, log lines %d", len(res.Stats), len(log))
+	}
+	if !strings.Contains(log[0], "candidates=") {
+		t.Errorf("first log line %q", log[0])
+	}
+}
+
+func TestGemmPreset(t *testing.T) {
+	g, err := graph.GemmGraph(graph.GemmConfig{M: 729, K: 1152, N: 4304}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := search(t, g, Options{})
+	checkResult(t, res, target.Tiles)
+	t.Logf("best gemm plan:\n%s", res.Finalists[0].Summary())
+}
+
+func TestFewerTiles(t *testing.T) {
+	g, err := graph.Preset("siglip-mlp-f16", graph.DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := search(t, g, Options{Tiles: 368})
+	checkResult(t, res, 368)
+	t.Logf("tiles=368: %s", strings.SplitN(res.Finalists[0].Summary(), "\n", 2)[0])
+	// 64 tiles: the weights alone (19.8 MB) take 310 KB of every tile and
+	// one pass over 729 rows needs more than the rest: the planner (one
+	// kernel call per tile and operation) reports it cannot fit.
+	if _, err := Search(g, target.IPU21(), Options{Tiles: 64}); err == nil || !strings.Contains(err.Error(), "fit") {
+		t.Errorf("siglip on 64 tiles: err = %v", err)
+	}
+	small, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 256, Hidden: 1024, Blocks: 1}, 1, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = search(t, small, Options{Tiles: 64})
+	checkResult(t, res, 64)
+	t.Logf("tiles=64 (729x256x1024 MLP): %s", strings.SplitN(res.Finalists[0].Summary(), "\n", 2)[0])
+}
+
+func TestOddShapes(t *testing.T) {
+	mlp, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 37, Dim: 50, Hidden: 77, Blocks: 1}, 3, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := search(t, mlp, Options{Tiles: 100})
+	checkResult(t, res, 100)
+	for _, g := range res.Finalists[0].Gemms {
+		if g.Kp%16 != 0 || g.Np%16 != 0 || g.Kp < g.K || g.Np < g.N {
+			t.Errorf("%s padded to %d x %d from %d x %d", g.Node.Name, g.Kp, g.Np, g.K, g.N)
+		}
+	}
+	gm, err := graph.GemmGraph(graph.GemmConfig{M: 1000, K: 33, N: 7}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, search(t, gm, Options{}), target.Tiles)
+	two, err := graph.MLPGraph(graph.MLPConfig{Batch: 2, Tokens: 61, Dim: 96, Hidden: 200, Blocks: 2}, 3, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, search(t, two, Options{Tiles: 256}), 256)
+}
+
+func TestDeterministic(t *testing.T) {
+	g, err := graph.Preset("siglip-mlp-f16", graph.DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := search(t, g, Options{Tiles: 368})
+	b := search(t, g, Options{Tiles: 368})
+	for i := range a.Finalists {
+		if a.Finalists[i].Summary() != b.Finalists[i].Summary() {
+			t.Fatalf("finalist %d differs:\n%s\n%s", i, a.Finalists[i].Summary(), b.Finalists[i].Summary())
+		}
+	}
+}
+
+func TestParetoRetention(t *testing.T) {
+	mk := func(c int64, p int) *state { return &state{cycles: c, peak: p} }
+	in := []*state{mk(100, 500), mk(90, 600), mk(120, 400), mk(95, 650), mk(130, 450), mk(80, 900), mk(100, 500)}
+	// Front: 80/900, 90/600, 100/500, 120/400.
+	got := pareto(append([]*state(nil), in...), 4)
+	want := [][2]int{{80, 900}, {90, 600}, {100, 500}, {120, 400}}
+	for i, w := range want {
+		if got[i].cycles != int64(w[0]) || got[i].peak != w[1] {
+			t.Fatalf("front[%d] = %d/%d, want %v", i, got[i].cycles, got[i].peak, w)
+		}
+	}
+	// A wider beam keeps the whole front and fills with the cheapest
+	// dominated states, ordered by cycles.
+	got = pareto(append([]*state(nil), in...), 6)
+	if len(got) != 6 {
+		t.Fatalf("%d states", len(got))
+	}
+	front := 0
+	for _, s := range got {
+		for _, w := range want {
+			if s.cycles == int64(w[0]) && s.peak == w[1] {
+				front++
+				break
+			}
+		}
+	}
+	if front < 4 {
+		t.Errorf("front states lost: %d kept", front)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].cycles < got[i-1].cycles {
+			t.Errorf("not ordered by cycles")
+		}
+	}
+	// No kept front state is dominated by any input.
+	for _, s := range got[:1] {
+		for _, o := range in {
+			if o.cycles < s.cycles && o.peak < s.peak {
+				t.Errorf("%d/%d is dominated by %d/%d", s.cycles, s.peak, o.cycles, o.peak)
+			}
+		}
+	}
+}
+
+func TestCheckerCatchesMissingData(t *testing.T) {
+	g, err := graph.Preset("siglip-mlp-f16", graph.DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := search(t, g, Options{Tiles: 368, Finalists: 1}).Finalists[0]
+	for si := range p.Stages {
+		st := &p.Stages[si]
+		if st.Kind != ExchangeStage || len(st.Transfers) == 0 {
+			continue
+		}
+		saved := st.Transfers
+		st.Transfers = saved[1:]
+		if err := p.Check(); err == nil {
+			t.Errorf("stage %s: dropping a transfer went unnoticed", st.Name)
+		}
+		st.Transfers = saved
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	c := graph.DefaultMLP
+	c.Biases = true
+	g, err := graph.MLPGraph(c, 1, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Search(g, target.IPU21(), Options{}); err == nil || !strings.Contains(err.Error(), "add") {
+		t.Errorf("biases: err = %v", err)
+	}
+}
+
+func BenchmarkSearchSiglipMLP(b *testing.B) {
+	g, err := graph.Preset("siglip-mlp-f16", graph.DefaultFlags())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := Search(g, target.IPU21(), Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

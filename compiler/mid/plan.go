@@ -1,0 +1,207 @@
+package mid
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// WeightPlacement says where a GEMM's right operand (a Parameter) lives.
+type WeightPlacement uint8
+
+const (
+	// WeightsResident: every computing tile holds its weight block for the
+	// whole program (uploaded by the "initialize" call, replicated over the
+	// grid's row blocks); no exchange moves weights during "run".
+	WeightsResident WeightPlacement = iota
+	// WeightsStreamed: one home copy, multicast to the computing tiles in
+	// the operation's input phase. (Defined for the data model; the
+	// candidate generator does not produce it yet: on a per-tile memory
+	// basis it never beats resident weights.)
+	WeightsStreamed
+)
+
+// Orientation of a GEMM on the AMP: Normal runs C = A·B with A's rows on the
+// AMP rows and B as the weight panel. (Transposed, C^T = B^T·A^T, is not
+// generated.)
+type Orientation uint8
+
+const Normal Orientation = 0
+
+// ReduceKind says how K-split partial sums are combined.
+type ReduceKind uint8
+
+const (
+	NoReduce  ReduceKind = iota // Inner.Count == 1
+	ReduceAdd                   // reduce-scatter: exchange, then reduce_add_f16
+)
+
+// GemmPlan is the plan of one Gemm node (plus its fused elementwise
+// epilogue). The grid is Rows.Count x Cols.Count x Inner.Count cells; cell
+// (i, j, p) computes the partial product of A[Rows.Span(i)][Inner.Span(p)]
+// and B[Inner.Span(p)][Cols.Span(j)] on tile Tile(i, j, p) with one call of
+// Kernel (r = rows of the span, c and k = the padded spans, multiples of 16).
+// With Inner.Count > 1 the partial output block (i, j) is reduce-scattered:
+// column slice q (Slice(j, q), whole groups of 16 columns) of every partial
+// goes to tile Tile(i, j, q), which sums the Inner.Count parts, applies the
+// epilogue and holds the slice of the result.
+type GemmPlan struct {
+	Node     *graph.Node   // the Gemm
+	Left     *graph.Node   // A
+	Right    *graph.Node   // B (a Parameter)
+	Epilogue []*graph.Node // fused elementwise ops applied on the block holder (Gelu)
+	Out      *graph.Node   // the value this plan produces: last epilogue node, or Node
+	Output   bool          // Out is a graph output: its slices are unpacked to row-major
+
+	M, K, N int // real sizes
+	Kp, Np  int // padded to multiples of 16
+
+	Rows, Cols, Inner Tiling
+	Orientation       Orientation
+	Weights           WeightPlacement
+	Kernel            string // "gemm_f16"
+	Reduce            ReduceKind
+}
+
+// Tile is the logical tile of cell (i, j, p).
+func (g *GemmPlan) Tile(i, j, p int) int { return (i*g.Cols.Count+j)*g.Inner.Count + p }
+
+// ActiveTiles is the number of grid cells.
+func (g *GemmPlan) ActiveTiles() int { return g.Rows.Count * g.Cols.Count * g.Inner.Count }
+
+// Slice is the column slice of output block j owned after the reduction by
+// cell q (whole 16-column groups; empty for q past the last non-empty one).
+// Without K-split it is the whole block.
+func (g *GemmPlan) Slice(j, q int) Span {
+	c := g.Cols.Span(j)
+	if g.Inner.Count == 1 {
+		return c
+	}
+	groups := c.Len() / 16
+	per := (groups + g.Inner.Count - 1) / g.Inner.Count
+	lo := min(c.Lo+16*q*per, c.Hi)
+	return Span{lo, min(lo+16*per, c.Hi)}
+}
+
+// Describe is a one-line summary of the plan.
+func (g *GemmPlan) Describe() string {
+	ep := []string{}
+	for _, e := range g.Epilogue {
+		ep = append(ep, e.Op.String())
+	}
+	return fmt.Sprintf("%s: %dx%dx%d grid=%dx%dx%d (rows x cols x ksplit) tiles=%d block r=%d c=%d k=%d kernel=%s weights=resident reduce=%v epilogue=%v",
+		g.Node.Name, g.M, g.K, g.N, g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(),
+		g.Rows.Block, g.Cols.Block, g.Inner.Block, g.Kernel, g.Reduce == ReduceAdd, ep)
+}
+
+// Ref names a rectangle of a value (or of one K-split partial of a GEMM
+// output: Part >= 0) in padded coordinates.
+type Ref struct {
+	Value      *graph.Node
+	Part       int // -1: the value itself; p >= 0: partial sum p of a Gemm
+	Rows, Cols Span
+}
+
+func (r Ref) String() string {
+	p := ""
+	if r.Part >= 0 {
+		p = fmt.Sprintf(".part%d", r.Part)
+	}
+	return fmt.Sprintf("%s%s%v%v", r.Value.Name, p, r.Rows, r.Cols)
+}
+
+// Transfer is one logical transfer of an exchange phase: the rectangle Ref,
+// held by tile From, is sent once and received by every tile of To
+// (multicast).
+type Transfer struct {
+	Ref   Ref
+	Order Order
+	From  int
+	To    []int
+	Bytes int
+}
+
+// Call is one kernel call on one tile in a compute stage.
+type Call struct {
+	Tile   int
+	Kernel string
+	Params kernels.Params
+	Cycles int64 // modelled, including the launch overhead
+	Reads  []Ref // operands read (present on Tile before the call)
+	Writes []Ref // values produced
+}
+
+// StageKind distinguishes exchange phases from compute stages.
+type StageKind uint8
+
+const (
+	ExchangeStage StageKind = iota
+	ComputeStage
+)
+
+// Stage is one BSP superstep of the program: an exchange phase (Transfers;
+// cost = endpoint bound + latency + global sync) or a compute stage (Calls,
+// run by each tile in order; cost = the busiest tile's sum).
+type Stage struct {
+	Kind      StageKind
+	Name      string
+	Transfers []Transfer
+	Calls     []Call
+	Cycles    int64
+	MaxSend   int // bytes, busiest sender
+	MaxRecv   int // bytes, busiest receiver
+}
+
+// Plan is one complete costed plan of a graph: the input of lowering.
+type Plan struct {
+	Graph  *graph.Graph
+	Target *target.Target
+	Tiles  int // tiles available to the plan
+	Gemms  []*GemmPlan
+	// Formats holds the distributed format of every value that exists in
+	// memory (inputs, weights, fused-epilogue results, outputs), by node id;
+	// nil for values that never materialise as a whole (a Gemm whose
+	// output only exists as partials before its epilogue is stored under
+	// the epilogue's node).
+	Formats []*Format
+	Stages  []Stage
+
+	Cycles       int64 // predicted total (sum of stage cycles)
+	PeakBytes    int   // predicted peak data bytes on the busiest tile
+	WeightBytes  int   // resident weight bytes on the busiest tile
+	ActiveTiles  int
+	Flops        int64 // useful GEMM flops of the graph
+	ExchangeCyc  int64 // sum of exchange stages
+	ComputeCyc   int64 // sum of compute stages
+	SearchCycles int64 // the beam's figure (equal to Cycles; kept as a cross-check)
+}
+
+// Efficiency is useful flops / (cycles x all chip tiles x 128 flop/cycle),
+// the project's efficiency metric.
+func (p *Plan) Efficiency() float64 {
+	if p.Cycles == 0 {
+		return 0
+	}
+	return float64(p.Flops) / (float64(p.Cycles) * float64(p.Target.Tiles) * float64(p.Target.FlopsPerCycleF16))
+}
+
+// Summary is a multi-line description: GEMM grids, stages with cycles.
+func (p *Plan) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cycles=%d (exchange %d, compute %d) efficiency=%.2f%% peakBytesPerTile=%d weightBytesPerTile=%d activeTiles=%d\n",
+		p.Cycles, p.ExchangeCyc, p.ComputeCyc, 100*p.Efficiency(), p.PeakBytes, p.WeightBytes, p.ActiveTiles)
+	for _, g := range p.Gemms {
+		b.WriteString("  " + g.Describe() + "\n")
+	}
+	for _, s := range p.Stages {
+		if s.Kind == ExchangeStage {
+			fmt.Fprintf(&b, "  exchange %-12s cycles=%6d transfers=%d maxSend=%d maxRecv=%d\n", s.Name, s.Cycles, len(s.Transfers), s.MaxSend, s.MaxRecv)
+		} else {
+			fmt.Fprintf(&b, "  compute  %-12s cycles=%6d calls=%d\n", s.Name, s.Cycles, len(s.Calls))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,440 @@
+package mid
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ipustack/ipustack/compiler/cost"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// Options tune the search. Zero values take the defaults.
+type Options struct {
+	Tiles       int // tiles available (default: all of the target's)
+	BeamWidth   int // partial plans kept after each GEMM (default 32)
+	PerGemm     int // candidates of a later GEMM tried against each beam state (default 32)
+	Finalists   int // complete plans returned (default 8)
+	CodeReserve int // bytes of region 0 kept for code (default 32 KiB)
+	// Logf receives one line per GEMM (candidate count and time) and one
+	// per finalist; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) defaults(t *target.Target) {
+	if o.Tiles <= 0 || o.Tiles > t.Tiles {
+		o.Tiles = t.Tiles
+	}
+	if o.BeamWidth <= 0 {
+		o.BeamWidth = 32
+	}
+	if o.PerGemm <= 0 {
+		o.PerGemm = 32
+	}
+	if o.Finalists <= 0 {
+		o.Finalists = 8
+	}
+	if o.CodeReserve <= 0 {
+		o.CodeReserve = 32 << 10
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// GemmStats records the candidate generation of one GEMM.
+type GemmStats struct {
+	Name       string
+	Candidates int // feasible candidates generated
+	Tried      int // candidate x beam-state evaluations
+	Elapsed    time.Duration
+}
+
+// Result is the outcome of a search: finalists, best first.
+type Result struct {
+	Finalists []*Plan
+	Stats     []GemmStats
+	Budget    int // per-tile data bytes available
+}
+
+// gemmOp is one GEMM of the graph with its fused epilogue.
+type gemmOp struct {
+	node, left, right, out *graph.Node
+	epilogue               []*graph.Node
+	output                 bool
+	m, k, n                int
+}
+
+// chain extracts the GEMM chain of the graph: every Gemm's right operand is
+// a Parameter, its left operand the graph input or the previous op's result,
+// a Gelu may follow a Gemm (fused), every other op is rejected.
+func chain(g *graph.Graph) ([]gemmOp, error) {
+	uses := make([]int, len(g.Nodes()))
+	for _, n := range g.Nodes() {
+		for _, in := range n.Inputs {
+			uses[in.ID]++
+		}
+	}
+	isOut := make([]bool, len(g.Nodes()))
+	for _, o := range g.Outputs() {
+		isOut[o.Node.ID] = true
+	}
+	var ops []gemmOp
+	var prev *graph.Node
+	for _, n := range g.Nodes() {
+		switch n.Op {
+		case graph.OpInput, graph.OpParameter:
+		case graph.OpGemm:
+			if n.TransA || n.TransB {
+				return nil, fmt.Errorf("mid: gemm %q: transposed operands are not supported", n.Name)
+			}
+			if b, _, _, _ := n.GemmDims(); b != 1 || len(n.Shape) != 2 {
+				return nil, fmt.Errorf("mid: gemm %q: batched GEMMs are not supported (shape %v)", n.Name, n.Shape)
+			}
+			if n.Acc != graph.F16 || n.DType != graph.F16 || n.Inputs[0].DType != graph.F16 {
+				return nil, fmt.Errorf("mid: gemm %q: only f16 operands with f16 accumulation are planned (acc=%v out=%v)", n.Name, n.Acc, n.DType)
+			}
+			a, w := n.Inputs[0], n.Inputs[1]
+			if w.Op != graph.OpParameter {
+				return nil, fmt.Errorf("mid: gemm %q: right operand %q must be a parameter", n.Name, w.Name)
+			}
+			if a.Op != graph.OpInput && a != prev {
+				return nil, fmt.Errorf("mid: gemm %q: left operand %q must be a graph input or the previous result", n.Name, a.Name)
+			}
+			if uses[a.ID] != 1 || uses[w.ID] != 1 {
+				return nil, fmt.Errorf("mid: gemm %q: operands used more than once are not supported", n.Name)
+			}
+			_, m, k, nn := n.GemmDims()
+			ops = append(ops, gemmOp{node: n, left: a, right: w, out: n, m: m, k: k, n: nn})
+			prev = n
+		case graph.OpGelu:
+			if len(ops) == 0 || n.Inputs[0] != prev || uses[prev.ID] != 1 || isOut[prev.ID] {
+				return nil, fmt.Errorf("mid: gelu %q: only a GELU directly after a single-use GEMM is supported (fused)", n.Name)
+			}
+			op := &ops[len(ops)-1]
+			op.epilogue = append(op.epilogue, n)
+			op.out = n
+			prev = n
+		default:
+			return nil, fmt.Errorf("mid: %s %q: operation not supported by the planner yet", n.Op, n.Name)
+		}
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("mid: the graph has no GEMM")
+	}
+	for i, op := range ops {
+		if i+1 < len(ops) && ops[i+1].left != op.out {
+			return nil, fmt.Errorf("mid: %q is not consumed by the next GEMM", op.out.Name)
+		}
+		if isOut[op.out.ID] {
+			if i != len(ops)-1 {
+				return nil, fmt.Errorf("mid: intermediate output %q is not supported", op.out.Name)
+			}
+			ops[i].output = true
+		}
+	}
+	if !ops[len(ops)-1].output {
+		return nil, fmt.Errorf("mid: the last GEMM's result is not a graph output")
+	}
+	return ops, nil
+}
+
+// axisCounts lists the distinct block counts of an axis of size units
+// (ascending count): for each count c, blocks of ceil(size/c) units.
+func axisCounts(size, minBlock int) []int {
+	var out []int
+	last := -1
+	for c := 1; c <= size; c++ {
+		b := (size + c - 1) / c
+		if b < minBlock {
+			break
+		}
+		cnt := (size + b - 1) / b
+		if cnt != last {
+			out = append(out, cnt)
+			last = cnt
+		}
+	}
+	return out
+}
+
+// candidates enumerates the feasible grids of one GEMM: every distinct
+// (row blocks, column blocks, K blocks) with r <= 768, at most tiles cells,
+// weights within region 1 and every kernel's parameter limits respected.
+func candidates(op gemmOp, tiles, budget, region1 int) []*GemmPlan {
+	kp, np := roundUp(op.k, 16), roundUp(op.n, 16)
+	var out []*GemmPlan
+	rowCounts := axisCounts(op.m, 1)
+	for _, gr := range rowCounts {
+		rows := NewTiling(op.m, gr, 1)
+		if rows.Block > kernels.GemmMaxRows {
+			continue
+		}
+		for _, gc := range axisCounts(np/16, 1) {
+			cols := NewTiling(np, gc, 16)
+			if rows.Count*cols.Count > tiles {
+				break
+			}
+			for _, gk := range axisCounts(kp/16, 1) {
+				inner := NewTiling(kp, gk, 16)
+				if rows.Count*cols.Count*inner.Count > tiles {
+					break
+				}
+				r, c, k := rows.Block, cols.Block, inner.Block
+				if k*c*2 > region1/2 || r*k*2+r*c*2+k*c*2 > budget {
+					continue
+				}
+				if c > 2048 || r*c > 1<<17 { // unpack/gelu/reduce limits
+					continue
+				}
+				g := &GemmPlan{Node: op.node, Left: op.left, Right: op.right, Epilogue: op.epilogue, Out: op.out, Output: op.output,
+					M: op.m, K: op.k, N: op.n, Kp: kp, Np: np, Rows: rows, Cols: cols, Inner: inner,
+					Kernel: "gemm_f16", Weights: WeightsResident}
+				if inner.Count > 1 {
+					g.Reduce = ReduceAdd
+					per := (c/16 + inner.Count - 1) / inner.Count
+					if inner.Count > 85 || per == 0 {
+						continue
+					}
+				}
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// estimate is a closed-form figure of a candidate used only to order
+// candidates: the busiest cell's compute (GEMM, reduction, epilogue) plus the
+// endpoint bounds of its input and reduction exchanges.
+func estimate(m *models, g *GemmPlan) int64 {
+	r, c, k := g.Rows.Block, g.Cols.Block, g.Inner.Block
+	e := m.cycles(kGemm, k, c, r)
+	if g.Cols.Count > 1 {
+		e += cost.ExchangePhase(m.t, 0, r*k*2)
+	}
+	s := g.Slice(0, 0).Len()
+	n := r * s
+	if g.Inner.Count > 1 {
+		e += cost.ExchangePhase(m.t, r*(c-s)*2, (g.Inner.Count-1)*n*2)
+		e += m.cycles(kCopy, 2*n, 0, 0) + m.cycles(kReduce, n, g.Inner.Count, 0)
+	}
+	for range g.Epilogue {
+		e += m.cycles(kGelu, n, 0, 0)
+	}
+	if g.Output {
+		e += m.cycles(kUnpack, r, s, 0)
+	}
+	return e
+}
+
+// state is a partial plan of the beam.
+type state struct {
+	gemms   []*GemmPlan
+	evals   []*opEval
+	cycles  int64
+	weights []int // per tile, all ops so far
+	work    []int // per tile, max working set so far
+	peak    int
+	out     *layout
+	held    []int
+}
+
+func (s *state) extend(g *GemmPlan, e *opEval) *state {
+	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g), evals: append(append([]*opEval(nil), s.evals...), e),
+		cycles: s.cycles + e.cycles, out: e.out, held: e.held,
+		weights: make([]int, len(e.weights)), work: make([]int, len(e.work))}
+	for t := range n.weights {
+		if s.weights != nil {
+			n.weights[t], n.work[t] = s.weights[t], s.work[t]
+		}
+		n.weights[t] += e.weights[t]
+		n.work[t] = max(n.work[t], e.work[t])
+		n.peak = max(n.peak, n.weights[t]+n.work[t])
+	}
+	return n
+}
+
+func (s *state) weightPeak() int {
+	w := 0
+	for _, b := range s.weights {
+		w = max(w, b)
+	}
+	return w
+}
+
+// pareto keeps every state no other state beats on both cycles and peak
+// memory (the Pareto front; up to width of them, cheapest first), then fills
+// the beam up to width with the cheapest dominated states. The order is
+// total and deterministic: cycles, peak, then generation order.
+func pareto(states []*state, width int) []*state {
+	sort.SliceStable(states, func(a, b int) bool {
+		if states[a].cycles != states[b].cycles {
+			return states[a].cycles < states[b].cycles
+		}
+		return states[a].peak < states[b].peak
+	})
+	var front []*state
+	best := int(^uint(0) >> 1)
+	for _, s := range states {
+		if s.peak < best { // strictly less memory than every cheaper-or-equal state
+			front = append(front, s)
+			best = s.peak
+		}
+	}
+	if len(front) >= width {
+		return front[:width]
+	}
+	// Room left: fill with the cheapest dominated states, so the finalists
+	// stay diverse; the result is again ordered by cycles.
+	inFront := map[*state]bool{}
+	for _, s := range front {
+		inFront[s] = true
+	}
+	out := front
+	for _, s := range states {
+		if len(out) >= width {
+			break
+		}
+		if !inFront[s] {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].cycles != out[b].cycles {
+			return out[a].cycles < out[b].cycles
+		}
+		return out[a].peak < out[b].peak
+	})
+	return out
+}
+
+// Search plans graph g on target t: candidate plans per GEMM, a beam over
+// the GEMM chain with Pareto retention (cycles, peak bytes per tile), memory
+// as a hard constraint, and the best finalists materialised into Plans.
+func Search(g *graph.Graph, t *target.Target, opt Options) (*Result, error) {
+	opt.defaults(t)
+	ops, err := chain(g)
+	if err != nil {
+		return nil, err
+	}
+	budget := cost.DataBudget(t, opt.CodeReserve)
+	region1 := cost.InterleavedBudget(t)
+	m := &models{t: t, memo: map[[4]int]int64{}}
+	res := &Result{Budget: budget}
+	beam := []*state{{}}
+	for oi, op := range ops {
+		start := time.Now()
+		cands := candidates(op, opt.Tiles, budget, region1)
+		if len(cands) == 0 {
+			return nil, fmt.Errorf("mid: gemm %q (%dx%dx%d): no candidate fits %d tiles and %d bytes per tile", op.node.Name, op.m, op.k, op.n, opt.Tiles, budget)
+		}
+		// Rank candidates by a closed-form estimate of their largest cell
+		// (cheap), then cost the best ones exactly against every beam state.
+		sort.SliceStable(cands, func(a, b int) bool { return estimate(m, cands[a]) < estimate(m, cands[b]) })
+		limit := opt.PerGemm
+		if oi == 0 {
+			limit = 4 * opt.BeamWidth
+		}
+		tried := 0
+		var next []*state
+		for _, s := range beam {
+			for ci, c := range cands {
+				if ci >= limit {
+					break
+				}
+				e := evalGemm(m, c, s.out, s.held, opt.Tiles, false)
+				tried++
+				ns := s.extend(c, e)
+				if ns.peak > budget || ns.weightPeak() > region1 {
+					continue
+				}
+				next = append(next, ns)
+			}
+		}
+		if len(next) == 0 {
+			return nil, fmt.Errorf("mid: gemm %q: no plan fits the memory budget of %d bytes per tile", op.node.Name, budget)
+		}
+		beam = pareto(next, opt.BeamWidth)
+		st := GemmStats{Name: op.node.Name, Candidates: len(cands), Tried: tried, Elapsed: time.Since(start)}
+		res.Stats = append(res.Stats, st)
+		opt.Logf("construct_mid:gemm_candidates gemm=%s m=%d k=%d n=%d candidates=%d evaluated=%d beam=%d elapsed_ms=%.2f",
+			op.node.Name, op.m, op.k, op.n, st.Candidates, st.Tried, len(beam), float64(st.Elapsed.Microseconds())/1000)
+	}
+	// Finalists: the cheapest complete plans (the beam is sorted by cycles).
+	for i, s := range beam {
+		if i >= opt.Finalists {
+			break
+		}
+		p := materialize(g, t, m, opt.Tiles, s)
+		res.Finalists = append(res.Finalists, p)
+		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d %s",
+			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, gridSummary(p))
+	}
+	return res, nil
+}
+
+func gridSummary(p *Plan) string {
+	s := ""
+	for _, g := range p.Gemms {
+		s += fmt.Sprintf("%s=%dx%dx%d(r%d,c%d,k%d) ", g.Node.Name, g.Rows.Count, g.Cols.Count, g.Inner.Count, g.Rows.Block, g.Cols.Block, g.Inner.Block)
+	}
+	return s
+}
+
+// materialize rebuilds a beam state with every transfer and call, the
+// formats of every value, and the totals.
+func materialize(g *graph.Graph, t *target.Target, m *models, tiles int, s *state) *Plan {
+	p := &Plan{Graph: g, Target: t, Tiles: tiles, Gemms: s.gemms, Formats: make([]*Format, len(g.Nodes())),
+		Flops: g.GemmFlops(), SearchCycles: s.cycles, PeakBytes: s.peak, WeightBytes: s.weightPeak()}
+	var src *layout
+	var held []int
+	active := map[int]bool{}
+	for _, gp := range s.gemms {
+		e := evalGemm(m, gp, src, held, tiles, true)
+		p.Stages = append(p.Stages, e.stages...)
+		// Formats: the left input (host inputs only), the weights, the result.
+		if src == nil {
+			hl := hostLayout(gp)
+			p.Formats[gp.Left.ID] = layoutFormat(hl, gp.Left, gp.K, AnyMemory)
+		}
+		wf := &Format{Value: gp.Right, Rows: gp.Kp, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: AMPRight, Mem: Interleaved}
+		for i := 0; i < gp.Rows.Count; i++ {
+			for j := 0; j < gp.Cols.Count; j++ {
+				for q := 0; q < gp.Inner.Count; q++ {
+					wf.Pieces = append(wf.Pieces, Piece{Rows: gp.Inner.Span(q), Cols: gp.Cols.Span(j), Tile: gp.Tile(i, j, q)})
+					active[gp.Tile(i, j, q)] = true
+				}
+			}
+		}
+		p.Formats[gp.Right.ID] = wf
+		of := layoutFormat(e.out, gp.Out, gp.N, AnyMemory)
+		p.Formats[gp.Out.ID] = of
+		src, held = e.out, e.held
+	}
+	for _, st := range p.Stages {
+		p.Cycles += st.Cycles
+		if st.Kind == ExchangeStage {
+			p.ExchangeCyc += st.Cycles
+		} else {
+			p.ComputeCyc += st.Cycles
+		}
+	}
+	p.ActiveTiles = len(active)
+	return p
+}
+
+func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format {
+	f := &Format{Value: v, Rows: l.rows[len(l.rows)-1].Hi, Cols: l.cols[len(l.cols)-1].Hi, RealCol: realCols,
+		Storage: graph.F16, Acc: graph.F16, Order: l.order, Mem: mem}
+	for ri, r := range l.rows {
+		for ci, c := range l.cols {
+			if tl := l.tile[ri*len(l.cols)+ci]; tl >= 0 {
+				f.Pieces = append(f.Pieces, Piece{Rows: r, Cols: c, Tile: tl})
+			}
+		}
+	}
+	return f
+}
