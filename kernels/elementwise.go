@@ -17,8 +17,8 @@ func init() {
 			"within 1 f16 step of the correctly rounded tanh-GELU." + layABI,
 		Params: []Param{
 			{Name: "n", Default: 1024, Doc: "number of f16 values (multiple of 4)", Check: func(v int, _ Params) error {
-				if v <= 0 || v%4 != 0 || v > 1<<18 {
-					return fmt.Errorf("must be a positive multiple of 4 up to 262144")
+				if v <= 0 || v%4 != 0 || 2*v > maxOperandBytes {
+					return fmt.Errorf("must be a positive multiple of 4 up to %d", maxOperandBytes/2)
 				}
 				return nil
 			}},
@@ -50,8 +50,8 @@ func init() {
 			"3*PARTS+1 worker bundles per 4 outputs." + layABI,
 		Params: []Param{
 			{Name: "n", Default: 1024, Doc: "elements per partial array and of the output (multiple of 4)", Check: func(v int, _ Params) error {
-				if v <= 0 || v%4 != 0 || v > 1<<17 {
-					return fmt.Errorf("must be a positive multiple of 4 up to 131072")
+				if v <= 0 || v%4 != 0 || 2*v > maxOperandBytes {
+					return fmt.Errorf("must be a positive multiple of 4 up to %d", maxOperandBytes/2)
 				}
 				return nil
 			}},
@@ -59,8 +59,8 @@ func init() {
 				if v < 1 || v > 85 {
 					return fmt.Errorf("must be 1..85 (the rpt body holds 3*parts+1 <= 256 bundles)")
 				}
-				if int64(v)*int64(p["n"])*2 > 1<<19 {
-					return fmt.Errorf("parts*n*2 bytes exceed tile memory")
+				if int64(v)*int64(p["n"])*2 > 2*maxOperandBytes {
+					return fmt.Errorf("parts*n*2 bytes exceed %d", 2*maxOperandBytes)
 				}
 				return nil
 			}},

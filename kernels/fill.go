@@ -9,8 +9,8 @@ func init() {
 		Entry:  "fill_zero",
 		Doc:    "zero BYTES bytes with six workers, 8 bytes per worker bundle",
 		Params: []Param{{Name: "bytes", Default: 4096, Doc: "bytes to zero", Check: func(v int, _ Params) error {
-			if v <= 0 || v%8 != 0 || v > 1<<19 {
-				return fmt.Errorf("must be a positive multiple of 8 up to 512 KiB")
+			if v <= 0 || v%8 != 0 || v > 1<<18 {
+				return fmt.Errorf("must be a positive multiple of 8 up to 256 KiB")
 			}
 			return nil
 		}}},

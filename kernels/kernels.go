@@ -157,6 +157,12 @@ func SourceText(file string) ([]byte, error) {
 	return sources.ReadFile("src/" + file)
 }
 
+// maxOperandBytes bounds the operands of the data-movement and elementwise
+// kernels: two of them (an input and an output) fit in a tile's 416 KiB of
+// interleaved memory with room to spare, which is also where the bench
+// places them.
+const maxOperandBytes = 192 << 10
+
 // multipleOf is a common parameter check.
 func multipleOf(n int) func(int, Params) error {
 	return func(v int, _ Params) error {

@@ -13,8 +13,8 @@ func init() {
 		Entry:  "copy_f16",
 		Doc:    "copy n bytes (any data, e.g. f16) with six workers, 8 bytes per worker bundle (ldst64pace)." + layABI,
 		Params: []Param{{Name: "n", Default: 4096, Doc: "bytes to copy (a multiple of 8)", Check: func(v int, _ Params) error {
-			if v <= 0 || v%8 != 0 || v > 1<<19 {
-				return fmt.Errorf("must be a positive multiple of 8 up to 512 KiB")
+			if v <= 0 || v%8 != 0 || v > maxOperandBytes {
+				return fmt.Errorf("must be a positive multiple of 8 up to %d", maxOperandBytes)
 			}
 			return nil
 		}}},

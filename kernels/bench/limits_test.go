@@ -1,0 +1,29 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/ipustack/ipustack/kernels"
+)
+
+// TestParameterExtremes runs kernels at the largest parameters their
+// records accept: an accepted specialisation must assemble, fit and pass.
+func TestParameterExtremes(t *testing.T) {
+	cases := []struct {
+		name string
+		p    kernels.Params
+	}{
+		{"fill_zero", kernels.Params{"bytes": 1 << 18}},
+		{"copy_f16", kernels.Params{"n": 192 << 10}},
+		{"gelu_f16", kernels.Params{"n": 96 << 10}},
+		{"reduce_add_f16", kernels.Params{"n": 4096, "parts": 24}},
+		{"gemm_f16", kernels.Params{"k": 16, "c": 16, "r": 768}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := Run(c.name, c.p, 3, kernels.Cache{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
