@@ -11,6 +11,8 @@
 // the bundle before it (the store reads the register before the load
 // writes it), so a worker moves 8 bytes per bundle.
 
+#include "common.inc"
+
 #ifndef N
 #error "N must be defined"
 #endif
@@ -19,42 +21,13 @@
 	.set Q, WORDS / 6
 	.set R, WORDS % 6
 
-	.section .data.copy_f16_vertex, "aw"
-	.p2align 3
-copy_f16_vertex:
-	.long 0, 0			// out, in
+	KERNEL_VERTEX copy_f16
+	KERNEL_ENTRY copy_f16
 
-	.supervisor
-	.section .text.copy_f16, "ax"
-	.globl copy_f16
-	.type copy_f16, @function
-	.p2align 2
-copy_f16:
-	setzi $m0, copy_f16_vertex
-	st32 $m2, $m0, $mzero, 0
-	st32 $m3, $m0, $mzero, 1
-	setzi $m1, copy_f16_worker
-	runall $m1, $m0, 0
-	sync 2
-	br $m10
-	.size copy_f16, .-copy_f16
-
-	.worker
-	.section .text.copy_f16_worker, "ax"
-	.type copy_f16_worker, @function
-	.p2align 3
-copy_f16_worker:
-	get $m0, $WSR
-	and $m0, $m0, 7
-	// count = Q + (w < R)
-	cmpult $m5, $m0, R
-	add $m5, $m5, Q
-	brz $m5, 9f
-	// first word = w*Q + min(w, R), as a byte offset
-	mul $m1, $m0, Q
-	min $m4, $m0, R
-	add $m1, $m1, $m4
-	shl $m1, $m1, 3
+	WORKER_BEGIN copy_f16
+	// $m5 = words of this worker, $m1 = its first word
+	WORKER_SPLIT Q, R, count=$m5, first=$m1, tmp=$m4
+	shl $m1, $m1, 3			// as a byte offset
 	ld32 $m2, $mvertex_base, $mzero, 0
 	ld32 $m3, $mvertex_base, $mzero, 1
 	add $m2, $m2, $m1
@@ -74,5 +47,4 @@ copy_f16_worker:
 	}
 	st64pace $a0:1, $m6:7+=, $mzero, 0
 9:
-	exitz $mzero
-	.size copy_f16_worker, .-copy_f16_worker
+	WORKER_END copy_f16

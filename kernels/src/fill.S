@@ -5,6 +5,8 @@
 // Each worker zeroes one CHUNK of the destination; the last chunks may be
 // shorter or empty.
 
+#include "common.inc"
+
 #ifndef BYTES
 #error "BYTES must be defined"
 #endif
@@ -13,24 +15,13 @@
 	.set CHUNK_WORDS, (WORDS + 5) / 6
 	.set CHUNK, CHUNK_WORDS * 8
 
-	.supervisor
-	.section .text.fill_zero, "ax"
-	.globl fill_zero
-	.type fill_zero, @function
-	.p2align 2
-fill_zero:
+	SUPERVISOR_BEGIN fill_zero
 	setzi $m0, fill_zero_worker
 	// Worker n starts with $mvertex_base = $m2 + n*CHUNK.
 	runall $m0, $m2, CHUNK / 4
-	sync 2
-	br $m10
-	.size fill_zero, .-fill_zero
+	SUPERVISOR_END fill_zero
 
-	.worker
-	.section .text.fill_zero_worker, "ax"
-	.type fill_zero_worker, @function
-	.p2align 3
-fill_zero_worker:
+	WORKER_BEGIN fill_zero
 	get $m0, $WSR
 	and $m0, $m0, 7
 	// words = min(CHUNK_WORDS, WORDS - n*CHUNK_WORDS), skip when <= 0
@@ -49,5 +40,4 @@ fill_zero_worker:
 		fnop
 	}
 1:
-	exitz $mzero
-	.size fill_zero_worker, .-fill_zero_worker
+	WORKER_END fill_zero

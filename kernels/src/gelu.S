@@ -30,6 +30,8 @@
 // Work split: WORDS = N/4; worker w takes Q + (w < R) words from word
 // w*Q + min(w, R) (Q = WORDS/6, R = WORDS%6) and reads/writes only those.
 
+#include "common.inc"
+
 #ifndef N
 #error "N must be defined"
 #endif
@@ -41,10 +43,7 @@
 	.set Q, WORDS / 6
 	.set R, WORDS % 6
 
-	.section .data.gelu_f16_vertex, "aw"
-	.p2align 3
-gelu_f16_vertex:
-	.long 0, 0				// out, in
+	KERNEL_VERTEX gelu_f16
 	.short 0x2891, 0x2891, 0x2891, 0x2891	// C1
 	.short 0x3A62, 0x3A62, 0x3A62, 0x3A62	// C0
 	.short 0x3800, 0x3800, 0x3800, 0x3800	// 0.5
@@ -54,20 +53,7 @@ gelu_f16_vertex:
 	.long 0x3F800000, 0x3F800000		// 1.0
 	.long 0xBD922279			// -2*0.044715*sqrt(2/pi)
 
-	.supervisor
-	.section .text.gelu_f16, "ax"
-	.globl gelu_f16
-	.type gelu_f16, @function
-	.p2align 2
-gelu_f16:
-	setzi $m0, gelu_f16_vertex
-	st32 $m2, $m0, $mzero, 0
-	st32 $m3, $m0, $mzero, 1
-	setzi $m1, gelu_f16_worker
-	runall $m1, $m0, 0
-	sync 2
-	br $m10
-	.size gelu_f16, .-gelu_f16
+	KERNEL_ENTRY gelu_f16
 
 // One word: X = $a0:1 holds x (loaded before); T = $a2:3; H = $a4:5 holds
 // the previous result until bundle 4. st: store H first; ld: load the next x.
@@ -148,19 +134,9 @@ gelu_f16:
 #define LASTB 8
 #endif
 
-	.worker
-	.section .text.gelu_f16_worker, "ax"
-	.type gelu_f16_worker, @function
-	.p2align 3
-gelu_f16_worker:
-	get $m0, $WSR
-	and $m0, $m0, 7
-	cmpult $m1, $m0, R
-	add $m1, $m1, Q			// words of this worker
-	brz $m1, 9f
-	mul $m4, $m0, Q
-	min $m0, $m0, R
-	add $m4, $m4, $m0
+	WORKER_BEGIN gelu_f16
+	// $m1 = words of this worker, $m4 = its first word
+	WORKER_SPLIT Q, R, count=$m1, first=$m4
 	shl $m4, $m4, 3			// byte offset of the first word
 	add $m5, $m4, 0
 	ld32 $m2, $mvertex_base, $mzero, 0
@@ -177,22 +153,6 @@ gelu_f16_worker:
 	ld64 $a12:13, $mvertex_base, $mzero, 4
 #endif
 	ld64step $a0:1, $m3, $m4+=, 1
-	add $m1, $m1, -2
-	brneg $m1, 1f			// a single word
-	.p2align 3
-	WORD 0, 1
-	{
-		rpt $m1, LASTB
-		fnop
-	}
-	WORD 1, 1
-	WORD 1, 0
-	bri 2f
-1:
-	.p2align 3
-	WORD 0, 0
-2:
-	st64step RESULT, $m2, $m5+=, 1
+	PIPELINED_WORDS WORD, LASTB, RESULT
 9:
-	exitz $mzero
-	.size gelu_f16_worker, .-gelu_f16_worker
+	WORKER_END gelu_f16

@@ -24,6 +24,8 @@
 // (sort4x16lo with $azero, or a copy into $a8 whose partner $a9 is zero)
 // in the bundle after its load, and stored two bundles after it (LAG 2).
 
+#include "common.inc"
+
 #ifndef R
 #error "R must be defined"
 #endif
@@ -51,27 +53,9 @@
 	.error "STRIDE must be a multiple of 4 and at least K"
 	.endif
 
-	.section .data.pack_left_f16_vertex, "aw"
-	.p2align 3
-pack_left_f16_vertex:
-	.long 0, 0			// out, in
-	.long R * 32			// output bytes per group
-	.long 2 * S			// input row stride in bytes
-
-	.supervisor
-	.section .text.pack_left_f16, "ax"
-	.globl pack_left_f16
-	.type pack_left_f16, @function
-	.p2align 2
-pack_left_f16:
-	setzi $m0, pack_left_f16_vertex
-	st32 $m2, $m0, $mzero, 0
-	st32 $m3, $m0, $mzero, 1
-	setzi $m1, pack_left_f16_worker
-	runall $m1, $m0, 0
-	sync 2
-	br $m10
-	.size pack_left_f16, .-pack_left_f16
+	// out (panel) and in (rows); output bytes per group, input row stride
+	PANEL_VERTEX pack_left_f16, R, S
+	KERNEL_ENTRY pack_left_f16
 
 // The register pair holding output word q of a row (for nl loads, fw full
 // words, km masked columns) is set in PSRC.
@@ -237,63 +221,16 @@ pack_left_f16:
 	.endr
 .endm
 
-	.worker
-	.section .text.pack_left_f16_worker, "ax"
-	.type pack_left_f16_worker, @function
-	.p2align 3
-pack_left_f16_worker:
-	get $m0, $WSR
-	and $m0, $m0, 7
-	cmpult $m1, $m0, RR
-	add $m1, $m1, Q			// rows of this worker
-	brz $m1, 9f
-	add $m1, $m1, -1		// rpt count
-	mul $m4, $m0, Q
-	min $m0, $m0, RR
-	add $m4, $m4, $m0		// first row
-	ld32 $m2, $mvertex_base, $mzero, 1
-	ld32 $m0, $mvertex_base, $mzero, 3
-	mul $m0, $m0, $m4
-	add $m2, $m2, $m0		// input: first row, group 0
-	ld32 $m3, $mvertex_base, $mzero, 0
-	shl $m0, $m4, 5
-	add $m3, $m3, $m0		// output: first row, group 0
-	ld32 $m8, $mvertex_base, $mzero, 2
+	WORKER_BEGIN pack_left_f16
+	// $m1 = rows of this worker - 1 (rpt count), $m4 = its first row
+	WORKER_SPLIT Q, RR, count=$m1, first=$m4, rpt=1
+	// $m2 = input: first row, group 0; $m3 = output: first row, group 0
+	PANEL_POINTERS $m2, 1, $m3, 0
 	setzi $a9, 0
 	setzi $a12, 0
 	setzi $a13, 0
-	.if GF > 0
-	setzi $m6, (S / 4 - 3) & 0x3FF
-	setzi $m7, GF - 1
-	.p2align 3
-1:
-	{
-		tapack $m4:5, $m2, $m2, $m3
-		fnop
-	}
-	PACK_GROUP 1, 4, 4, 0
-	{
-		add $m2, $m2, 32
-		fnop
-	}
-	{
-		add $m3, $m3, $m8
-		fnop
-	}
-	{
-		brnzdec $m7, 1b
-		fnop
-	}
-	.endif
-	.if KV > 0
-	setzi $m6, (S / 4 - (PNL - 1)) & 0x3FF
-	.p2align 3
-	{
-		tapack $m4:5, $m2, $m2, $m3
-		fnop
-	}
-	PACK_GROUP 1 + (PKM != 0), PNL, PFW, PKM
-	.endif
+	// Loads +32 bytes per group (16 columns), stores + R*32.
+	PANEL_FULL_GROUPS GF, (S / 4 - 3) & 0x3FF, ldinc=32, stinc=$m8, load2=$m2, PACK_GROUP 1, 4, 4, 0
+	PANEL_LAST_GROUP KV, (S / 4 - (PNL - 1)) & 0x3FF, load2=$m2, PACK_GROUP 1 + (PKM != 0), PNL, PFW, PKM
 9:
-	exitz $mzero
-	.size pack_left_f16_worker, .-pack_left_f16_worker
+	WORKER_END pack_left_f16

@@ -22,6 +22,8 @@
 // Work split: WORDS = N/4; worker w takes Q + (w < R) words from word
 // w*Q + min(w, R) (Q = WORDS/6, R = WORDS%6).
 
+#include "common.inc"
+
 #ifndef N
 #error "N must be defined"
 #endif
@@ -36,26 +38,10 @@
 	.set BACK, 8 - (PARTS - 1) * NB	// from the last part to the next word's part 0
 	.set LASTB, 3 * PARTS		// bundles per word: 0..LASTB
 
-	.section .data.reduce_add_f16_vertex, "aw"
-	.p2align 3
-reduce_add_f16_vertex:
-	.long 0, 0			// out, in
+	KERNEL_VERTEX reduce_add_f16
 	.long NB, BACK
 
-	.supervisor
-	.section .text.reduce_add_f16, "ax"
-	.globl reduce_add_f16
-	.type reduce_add_f16, @function
-	.p2align 2
-reduce_add_f16:
-	setzi $m0, reduce_add_f16_vertex
-	st32 $m2, $m0, $mzero, 0
-	st32 $m3, $m0, $mzero, 1
-	setzi $m1, reduce_add_f16_worker
-	runall $m1, $m0, 0
-	sync 2
-	br $m10
-	.size reduce_add_f16, .-reduce_add_f16
+	KERNEL_ENTRY reduce_add_f16
 
 // The part loaded by a load at bundle x (x = 1 or a multiple of 3):
 // 1..PARTS-1, or PARTS for part 0 of the next word.
@@ -135,19 +121,9 @@ reduce_add_f16:
 	.endr
 .endm
 
-	.worker
-	.section .text.reduce_add_f16_worker, "ax"
-	.type reduce_add_f16_worker, @function
-	.p2align 3
-reduce_add_f16_worker:
-	get $m0, $WSR
-	and $m0, $m0, 7
-	cmpult $m1, $m0, R
-	add $m1, $m1, Q			// words of this worker
-	brz $m1, 9f
-	mul $m4, $m0, Q
-	min $m0, $m0, R
-	add $m4, $m4, $m0
+	WORKER_BEGIN reduce_add_f16
+	// $m1 = words of this worker, $m4 = its first word
+	WORKER_SPLIT Q, R, count=$m1, first=$m4
 	shl $m5, $m4, 3			// byte offset of the first word
 	ld32 $m2, $mvertex_base, $mzero, 0
 	ld32 $m3, $mvertex_base, $mzero, 1
@@ -160,22 +136,6 @@ reduce_add_f16_worker:
 #else
 	add $m3, $m3, $m7
 #endif
-	add $m1, $m1, -2
-	brneg $m1, 1f			// a single word
-	.p2align 3
-	RED_WORD 0, 1
-	{
-		rpt $m1, LASTB
-		fnop
-	}
-	RED_WORD 1, 1
-	RED_WORD 1, 0
-	bri 2f
-1:
-	.p2align 3
-	RED_WORD 0, 0
-2:
-	st64step $a10:11, $m2, $m5+=, 1
+	PIPELINED_WORDS RED_WORD, LASTB, $a10:11
 9:
-	exitz $mzero
-	.size reduce_add_f16_worker, .-reduce_add_f16_worker
+	WORKER_END reduce_add_f16

@@ -24,6 +24,8 @@
 // row's last word +8*(5-NW) (stride register bits 0..9); stores +8, after a
 // row's last word 2*STRIDE - 8*(NW-1) (bits 10..19).
 
+#include "common.inc"
+
 #ifndef R
 #error "R must be defined"
 #endif
@@ -49,27 +51,9 @@
 	.error "STRIDE must be a multiple of 4 and at least C rounded up to 4"
 	.endif
 
-	.section .data.unpack_out_f16_vertex, "aw"
-	.p2align 3
-unpack_out_f16_vertex:
-	.long 0, 0			// out, in
-	.long R * 32			// panel bytes per group
-	.long 2 * S			// output row stride in bytes
-
-	.supervisor
-	.section .text.unpack_out_f16, "ax"
-	.globl unpack_out_f16
-	.type unpack_out_f16, @function
-	.p2align 2
-unpack_out_f16:
-	setzi $m0, unpack_out_f16_vertex
-	st32 $m2, $m0, $mzero, 0
-	st32 $m3, $m0, $mzero, 1
-	setzi $m1, unpack_out_f16_worker
-	runall $m1, $m0, 0
-	sync 2
-	br $m10
-	.size unpack_out_f16, .-unpack_out_f16
+	// out (rows) and in (panel); panel bytes per group, output row stride
+	PANEL_VERTEX unpack_out_f16, R, S
+	KERNEL_ENTRY unpack_out_f16
 
 // Bundle b of a row with nw words. kind 0: load only, 1: load and store
 // the previous word, 2: store only.
@@ -108,60 +92,13 @@ unpack_out_f16:
 	U_BUNDLE 0, 2, \nw
 .endm
 
-	.worker
-	.section .text.unpack_out_f16_worker, "ax"
-	.type unpack_out_f16_worker, @function
-	.p2align 3
-unpack_out_f16_worker:
-	get $m0, $WSR
-	and $m0, $m0, 7
-	cmpult $m1, $m0, RR
-	add $m1, $m1, Q			// rows of this worker
-	brz $m1, 9f
-	add $m1, $m1, -1		// rpt count
-	mul $m4, $m0, Q
-	min $m0, $m0, RR
-	add $m4, $m4, $m0		// first row
-	ld32 $m3, $mvertex_base, $mzero, 0
-	ld32 $m0, $mvertex_base, $mzero, 3
-	mul $m0, $m0, $m4
-	add $m3, $m3, $m0		// output: first row, column 0
-	ld32 $m2, $mvertex_base, $mzero, 1
-	shl $m0, $m4, 5
-	add $m2, $m2, $m0		// panel: first row, group 0
-	ld32 $m8, $mvertex_base, $mzero, 2
-	.if GF > 0
-	setzi $m6, 1 | (((S / 4 - 3) & 0x3FF) << 10)
-	setzi $m7, GF - 1
-	.p2align 3
-1:
-	{
-		tapack $m4:5, $m2, $m2, $m3
-		fnop
-	}
-	U_GROUP 4
-	{
-		add $m2, $m2, $m8
-		fnop
-	}
-	{
-		add $m3, $m3, 32
-		fnop
-	}
-	{
-		brnzdec $m7, 1b
-		fnop
-	}
-	.endif
-	.if CV > 0
-	setzi $m6, (5 - PNW) | (((S / 4 - (PNW - 1)) & 0x3FF) << 10)
-	.p2align 3
-	{
-		tapack $m4:5, $m2, $m2, $m3
-		fnop
-	}
-	U_GROUP PNW
-	.endif
+	WORKER_BEGIN unpack_out_f16
+	// $m1 = rows of this worker - 1 (rpt count), $m4 = its first row
+	WORKER_SPLIT Q, RR, count=$m1, first=$m4, rpt=1
+	// $m3 = output: first row, column 0; $m2 = panel: first row, group 0
+	PANEL_POINTERS $m3, 0, $m2, 1
+	// Loads + R*32 per group, stores +32 bytes (16 columns).
+	PANEL_FULL_GROUPS GF, 1 | (((S / 4 - 3) & 0x3FF) << 10), ldinc=$m8, stinc=32, load2=$m2, U_GROUP 4
+	PANEL_LAST_GROUP CV, (5 - PNW) | (((S / 4 - (PNW - 1)) & 0x3FF) << 10), load2=$m2, U_GROUP PNW
 9:
-	exitz $mzero
-	.size unpack_out_f16_worker, .-unpack_out_f16_worker
+	WORKER_END unpack_out_f16

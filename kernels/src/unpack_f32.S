@@ -21,6 +21,8 @@
 // 10..19); a last group of <= 4 columns stores one word per row
 // (increment 2*STRIDE).
 
+#include "common.inc"
+
 #ifndef R
 #error "R must be defined"
 #endif
@@ -46,27 +48,9 @@
 	.error "STRIDE must be a multiple of 4 and at least C rounded up to 4"
 	.endif
 
-	.section .data.unpack_out_f32_vertex, "aw"
-	.p2align 3
-unpack_out_f32_vertex:
-	.long 0, 0			// out, in
-	.long R * 32			// panel bytes per group
-	.long 2 * S			// output row stride in bytes
-
-	.supervisor
-	.section .text.unpack_out_f32, "ax"
-	.globl unpack_out_f32
-	.type unpack_out_f32, @function
-	.p2align 2
-unpack_out_f32:
-	setzi $m0, unpack_out_f32_vertex
-	st32 $m2, $m0, $mzero, 0
-	st32 $m3, $m0, $mzero, 1
-	setzi $m1, unpack_out_f32_worker
-	runall $m1, $m0, 0
-	sync 2
-	br $m10
-	.size unpack_out_f32, .-unpack_out_f32
+	// out (rows) and in (panel); panel bytes per group, output row stride
+	PANEL_VERTEX unpack_out_f32, R, S
+	KERNEL_ENTRY unpack_out_f32
 
 // One row of a group: $a0:3 and $a4:7 take the row's f32, $a8:9 and
 // $a10:11 the two output words. kind 0: loads only (first row),
@@ -120,65 +104,14 @@ unpack_out_f32:
 	F_ROW 2, \nwo
 .endm
 
-	.worker
-	.section .text.unpack_out_f32_worker, "ax"
-	.type unpack_out_f32_worker, @function
-	.p2align 3
-unpack_out_f32_worker:
-	get $m0, $WSR
-	and $m0, $m0, 7
-	cmpult $m1, $m0, RR
-	add $m1, $m1, Q			// rows of this worker
-	brz $m1, 9f
-	add $m1, $m1, -1		// rpt count
-	mul $m4, $m0, Q
-	min $m0, $m0, RR
-	add $m4, $m4, $m0		// first row
-	ld32 $m3, $mvertex_base, $mzero, 0
-	ld32 $m0, $mvertex_base, $mzero, 3
-	mul $m0, $m0, $m4
-	add $m3, $m3, $m0		// output: first row, column 0
-	ld32 $m2, $mvertex_base, $mzero, 1
-	shl $m0, $m4, 5
-	add $m2, $m2, $m0		// panel: first row, group 0
-	ld32 $m8, $mvertex_base, $mzero, 2
-	.if GF > 0
-	setzi $m6, 2 | (((S / 4 - 1) & 0x3FF) << 10)
-	setzi $m7, GF - 1
-	.p2align 3
-1:
-	{
-		add $m9, $m2, 8
-		fnop
-	}
-	{
-		tapack $m4:5, $m2, $m9, $m3
-		fnop
-	}
-	F_GROUP 2
-	{
-		add $m2, $m2, $m8
-		fnop
-	}
-	{
-		add $m3, $m3, 16
-		fnop
-	}
-	{
-		brnzdec $m7, 1b
-		fnop
-	}
-	.endif
-	.if CV > 0
-	setzi $m6, 2 | (((S / 4 - (PNWO - 1)) & 0x3FF) << 10)
-	add $m9, $m2, 8
-	.p2align 3
-	{
-		tapack $m4:5, $m2, $m9, $m3
-		fnop
-	}
-	F_GROUP PNWO
-	.endif
+	WORKER_BEGIN unpack_out_f32
+	// $m1 = rows of this worker - 1 (rpt count), $m4 = its first row
+	WORKER_SPLIT Q, RR, count=$m1, first=$m4, rpt=1
+	// $m3 = output: first row, column 0; $m2 = panel: first row, group 0
+	PANEL_POINTERS $m3, 0, $m2, 1
+	// Loads from $m2 and $m9 = $m2 + 8; + R*32 per group, stores +16
+	// bytes (8 columns).
+	PANEL_FULL_GROUPS GF, 2 | (((S / 4 - 1) & 0x3FF) << 10), ldinc=$m8, stinc=16, load2=$m9, F_GROUP 2
+	PANEL_LAST_GROUP CV, 2 | (((S / 4 - (PNWO - 1)) & 0x3FF) << 10), load2=$m9, F_GROUP PNWO
 9:
-	exitz $mzero
-	.size unpack_out_f32_worker, .-unpack_out_f32_worker
+	WORKER_END unpack_out_f32
