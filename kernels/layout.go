@@ -79,8 +79,8 @@ func init() {
 			"six workers split the rows; 4 pace bundles (8 stored bytes each) per row and group." + layABI,
 		Params: []Param{
 			{Name: "r", Default: 232, Doc: "rows", Check: layLimit(4096)},
-			{Name: "k", Default: 240, Doc: "columns (inner dimension); the panel pads it to a multiple of 16 with zeros", Check: layLimit(2056)},
-			{Name: "stride", Default: 0, Doc: "input row stride in elements (0 = k); a multiple of 4, >= k, <= 2056", Check: layStrideCheck("k", 2056)},
+			{Name: "k", Default: 240, Doc: "columns (inner dimension); the panel pads it to a multiple of 16 with zeros", Check: layLimit(2048)},
+			{Name: "stride", Default: 0, Doc: "input row stride in elements (0 = k); a multiple of 4, >= k, <= 2048", Check: layStrideCheck("k", 2048)},
 		},
 		Args: []Arg{
 			{Reg: "$m2", Name: "out", Doc: "AMP left panel, ceil(k/16)*r*32 bytes, 8-byte aligned"},
