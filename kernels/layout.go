@@ -79,8 +79,8 @@ func init() {
 			"six workers split the rows; 4 pace bundles (8 stored bytes each) per row and group." + layABI,
 		Params: []Param{
 			{Name: "r", Default: 232, Doc: "rows", Check: layLimit(4096)},
-			{Name: "k", Default: 240, Doc: "columns (inner dimension); the panel pads it to a multiple of 16 with zeros", Check: layLimit(2048)},
-			{Name: "stride", Default: 0, Doc: "input row stride in elements (0 = k); a multiple of 4, >= k, <= 2048", Check: layStrideCheck("k", 2048)},
+			{Name: "k", Default: 240, Doc: "columns (inner dimension); the panel pads it to a multiple of 16 with zeros", Check: layLimit(2044)},
+			{Name: "stride", Default: 0, Doc: "input row stride in elements (0 = k); a multiple of 4, >= k, <= 2044 (a row step must fit the pace stride field, 511 x 8 bytes)", Check: layStrideCheck("k", 2044)},
 		},
 		Args: []Arg{
 			{Reg: "$m2", Name: "out", Doc: "AMP left panel, ceil(k/16)*r*32 bytes, 8-byte aligned"},
@@ -114,8 +114,8 @@ func init() {
 			"six workers split the rows; one ldst64pace (8 bytes moved) per worker bundle." + layABI,
 		Params: []Param{
 			{Name: "r", Default: 232, Doc: "rows", Check: layLimit(4096)},
-			{Name: "c", Default: 48, Doc: "columns", Check: layLimit(2048)},
-			{Name: "stride", Default: 0, Doc: "output row stride in elements (0 = c); a multiple of 4, >= roundup(c,4), <= 2048", Check: layStrideCheck("c", 2048)},
+			{Name: "c", Default: 48, Doc: "columns", Check: layLimit(2044)},
+			{Name: "stride", Default: 0, Doc: "output row stride in elements (0 = c); a multiple of 4, >= roundup(c,4), <= 2044 (a row step must fit the pace stride field, 511 x 8 bytes)", Check: layStrideCheck("c", 2044)},
 		},
 		Args: []Arg{
 			{Reg: "$m2", Name: "out", Doc: "row-major output, row i at out + 2*i*stride, 8-byte aligned; columns [0, roundup(c,4)) of each row are written (columns >= c get the panel's padding columns), the rest of a strided row is untouched"},
@@ -134,8 +134,8 @@ func init() {
 			"rounded to nearest even (f32v2tof16); four worker bundles per row of 8 columns (aux-bound)." + layABI,
 		Params: []Param{
 			{Name: "r", Default: 232, Doc: "rows", Check: layLimit(4096)},
-			{Name: "c", Default: 48, Doc: "columns", Check: layLimit(2048)},
-			{Name: "stride", Default: 0, Doc: "output row stride in elements (0 = c); a multiple of 4, >= roundup(c,4), <= 2048", Check: layStrideCheck("c", 2048)},
+			{Name: "c", Default: 48, Doc: "columns", Check: layLimit(2044)},
+			{Name: "stride", Default: 0, Doc: "output row stride in elements (0 = c); a multiple of 4, >= roundup(c,4), <= 2044 (a row step must fit the pace stride field, 511 x 8 bytes)", Check: layStrideCheck("c", 2044)},
 		},
 		Args: []Arg{
 			{Reg: "$m2", Name: "out", Doc: "row-major f16 output, row i at out + 2*i*stride, 8-byte aligned; columns [0, roundup(c,4)) of each row are written (columns >= c get the panel's padding columns, rounded), the rest of a strided row is untouched"},

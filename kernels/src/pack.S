@@ -6,7 +6,7 @@
 // ceil(K/16)*R*32 bytes, all written), $m3 = in (8-byte aligned; row i at
 // $m3 + 2*i*STRIDE; only columns < roundup(K, 4) of each row are read), no
 // overlap. $m10 = return address. Clobbers $m0, $m1 and the kernel's vertex
-// words. Parameters R, K, STRIDE (multiple of 4, >= K, <= 2048; the bench
+// words. Parameters R, K, STRIDE (multiple of 4, >= K, <= 2044; the bench
 // passes 0 for "K").
 //
 // Work split: worker w packs rows [r0, r0 + n) with n = Q + (w < RR),

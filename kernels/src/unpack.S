@@ -6,7 +6,7 @@
 // at $m2 + 2*i*STRIDE), $m3 = in (panel, 8-byte aligned, ceil(C/16)*R*32
 // bytes), no overlap. $m10 = return address. Clobbers $m0, $m1 and the
 // kernel's vertex words. Parameters R, C, STRIDE (multiple of 4, >=
-// roundup(C, 4), <= 2048; 0 means C).
+// roundup(C, 4), <= 2044; 0 means C).
 //
 // What is written: columns [0, roundup(C, 4)) of every row; columns
 // [C, roundup(C, 4)) receive the panel's padding columns (zero when the
