@@ -58,7 +58,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newVersionCmd(), newDiagnoseCmd())
+	root.AddCommand(newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newBuildCmd(), newVersionCmd(), newDiagnoseCmd(), newExchangeCmd(), newProfileCmd())
 	return root
 }
 
@@ -90,17 +90,6 @@ func newVersionCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "ipustack %s\n", Version)
 			return nil
-		},
-	}
-}
-
-func newRunCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "run [FILE.ipuexe]",
-		Short: "build and run a workload on a device (not available yet)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("run: the compiler pipeline and the whole-chip device are not built yet " +
-				"(issues 3-5); today ipu assembles, links and disassembles IPU21 code: see `ipu --help`")
 		},
 	}
 }

@@ -151,7 +151,7 @@ func TestCLIErrors(t *testing.T) {
 		{"link needs -o", []string{"link", obj}, "-o FILE is required"},
 		{"objdump of garbage", []string{"objdump", src}, "bad.S"},
 		{"bad log format", []string{"--log-format", "xml", "version"}, "--log-format"},
-		{"run is not built", []string{"run"}, "not built yet"},
+		{"run of an unknown workload", []string{"run", "--workload", "nosuch"}, `unknown workload "nosuch"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

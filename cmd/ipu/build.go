@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// defaultWorkload is what `ipu run` builds with no arguments.
+const defaultWorkload = "siglip-mlp-f16"
+
+// workloadFlags are the workload and shape flags shared by build and run.
+type workloadFlags struct {
+	workload string
+	target   string
+	tiles    int
+	flags    graph.Flags
+	noCache  bool
+}
+
+func (w *workloadFlags) register(fs *pflag.FlagSet) {
+	w.flags = graph.DefaultFlags()
+	fs.StringVar(&w.workload, "workload", defaultWorkload, "workload preset: gemm, mlp, siglip-mlp-f16")
+	fs.StringVar(&w.target, "target", "ipu21", "target chip")
+	fs.IntVar(&w.tiles, "tiles", target.Tiles, "number of tiles (1..1472)")
+	fs.IntVar(&w.flags.Gemm.M, "m", graph.DefaultGemm.M, "gemm: rows of x")
+	fs.IntVar(&w.flags.Gemm.K, "k", graph.DefaultGemm.K, "gemm: inner dimension")
+	fs.IntVar(&w.flags.Gemm.N, "n", graph.DefaultGemm.N, "gemm: columns of w")
+	fs.IntVar(&w.flags.MLP.Batch, "batch", graph.DefaultMLP.Batch, "mlp: batch")
+	fs.IntVar(&w.flags.MLP.Tokens, "tokens", graph.DefaultMLP.Tokens, "mlp: tokens per batch item")
+	fs.IntVar(&w.flags.MLP.Dim, "dim", graph.DefaultMLP.Dim, "mlp: model dimension")
+	fs.IntVar(&w.flags.MLP.Hidden, "hidden", graph.DefaultMLP.Hidden, "mlp: hidden dimension")
+	fs.IntVar(&w.flags.MLP.Blocks, "blocks", graph.DefaultMLP.Blocks, "mlp: blocks (v0 compiles 1)")
+	fs.BoolVar(&w.flags.MLP.Biases, "biases", false, "mlp: with biases (not supported by v0 yet)")
+	fs.Uint64Var(&w.flags.Seed, "seed", 0, "data seed of inputs and weights")
+	fs.BoolVar(&w.noCache, "no-kernel-cache", false, "assemble kernels without the on-disk cache")
+}
+
+// recipe validates the flags into a build recipe.
+func (w *workloadFlags) recipe() (build.Recipe, error) {
+	if _, err := target.Lookup(w.target); err != nil {
+		return build.Recipe{}, err
+	}
+	r := build.Recipe{Workload: w.workload, Flags: w.flags, Tiles: w.tiles}
+	if err := r.Validate(); err != nil {
+		return r, err
+	}
+	c, _ := graph.CanonicalPreset(w.workload)
+	var err error
+	if c == "gemm" {
+		err = w.flags.Gemm.Validate()
+	} else {
+		err = w.flags.MLP.Validate()
+	}
+	return r, err
+}
+
+func (w *workloadFlags) cache() kernels.Cache {
+	if w.noCache {
+		return kernels.Cache{}
+	}
+	return kernels.DefaultCache()
+}
+
+func newBuildCmd() *cobra.Command {
+	var (
+		wf  workloadFlags
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "build --workload NAME [shape flags] [--tiles N] -o FILE.ipuexe",
+		Short: "compile a workload into an application package",
+		Long: `build compiles a workload preset into an application package for N tiles with
+the v0 plan family (a fixed R x C tile grid; see compiler/low) and writes it.
+Each stage is logged with its busy time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return errors.New("build: -o FILE.ipuexe is required")
+			}
+			r, err := wf.recipe()
+			if err != nil {
+				return fmt.Errorf("build: %w", err)
+			}
+			start := time.Now()
+			res, err := build.Compile(cmd.Context(), build.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version})
+			if err != nil {
+				return fmt.Errorf("build: %w", err)
+			}
+			slog.Info("writing application package", "tiles", len(res.Package.Tiles), "path", out)
+			data, err := res.Package.Marshal()
+			if err != nil {
+				return fmt.Errorf("build: %w", err)
+			}
+			if err := os.WriteFile(out, data, 0o644); err != nil {
+				return fmt.Errorf("build: %w", err)
+			}
+			slog.Info("application package written", "bytes", len(data), "build_ms", time.Since(start).Milliseconds())
+			return nil
+		},
+	}
+	wf.register(cmd.Flags())
+	cmd.Flags().StringVarP(&out, "output", "o", "", "package file to write")
+	return cmd
+}

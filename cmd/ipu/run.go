@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/device"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/runtime"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func newRunCmd() *cobra.Command {
+	var (
+		wf       workloadFlags
+		asJSON   bool
+		dev      string
+		lockWait time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run [FILE.ipuexe | --workload NAME [shape flags] [--tiles N]] [--json]",
+		Short: "run a package (or build and run a workload) on a device and check it",
+		Long: `run runs an application package built by ipu build, or builds the workload
+given by the flags (default: siglip-mlp-f16 on 1472 tiles) and runs it, on the
+device (default: the emulator). It checks the output against the host reference
+and prints one metrics line of key=value (--json: one JSON object). It exits 0
+only when numericalTest=PASS.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			var (
+				pkg *ipuexe.Package
+				r   build.Recipe
+				g   *graph.Graph
+				pl  *low.Plan
+			)
+			start := time.Now()
+			if len(args) == 1 {
+				var changed []string
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					switch f.Name {
+					case "json", "device", "lock-wait", "no-kernel-cache":
+					default:
+						changed = append(changed, "--"+f.Name)
+					}
+				})
+				if len(changed) > 0 {
+					return fmt.Errorf("run: %v apply when building; a package file carries its own workload", changed)
+				}
+				var err error
+				if pkg, err = runtime.ReadPackage(ctx, args[0], nil); err != nil {
+					return err
+				}
+				if r, err = build.RecipeOf(pkg); err != nil {
+					return fmt.Errorf("run: %s: %w", args[0], err)
+				}
+			} else {
+				var err error
+				if r, err = wf.recipe(); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+				res, err := build.Compile(ctx, build.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version})
+				if err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+				// Through the package format, as any application goes.
+				data, err := res.Package.Marshal()
+				if err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+				if pkg, err = ipuexe.Read(data); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+				g, pl = res.Graph, res.Plan
+				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
+			}
+			t0 := time.Now()
+			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: device.Options{LockWait: lockWait}})
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			slog.Info("run finished", "run_ms", time.Since(t0).Milliseconds(), "total_ms", time.Since(start).Milliseconds())
+			if asJSON {
+				fmt.Fprintln(cmd.OutOrStdout(), m.JSON())
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), m.Line())
+			}
+			if m.NumericalTest != "PASS" {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	wf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metrics as one JSON object")
+	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
+	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
+	return cmd
+}

@@ -1,0 +1,180 @@
+package build
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/device"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/reference"
+	"github.com/ipustack/ipustack/runtime"
+	"github.com/ipustack/ipustack/target"
+)
+
+// Metrics is the run's metrics line.
+type Metrics struct {
+	Workload             string  `json:"workload"`
+	Tiles                int     `json:"tiles"`
+	ActiveTiles          int     `json:"activeTiles"`
+	Cycles               uint64  `json:"cycles"`
+	MinimumTileCycles    uint64  `json:"minimumTileCycles"`
+	DeviceMicroseconds   float64 `json:"deviceMicroseconds"`
+	EffectiveGemmTflops  float64 `json:"effectiveGemmTflops"`
+	PeakTflops           float64 `json:"peakTflops"`
+	EfficiencyPercent    float64 `json:"efficiencyPercent"`
+	MaximumAbsoluteError float64 `json:"maximumAbsoluteError"`
+	NumericalTest        string  `json:"numericalTest"`
+	Device               string  `json:"device"`
+	InputBytes           int64   `json:"inputBytes"`
+	WeightBytes          int64   `json:"weightBytes"`
+}
+
+// Line renders the metrics as one line of key=value, in the documented order.
+func (m *Metrics) Line() string {
+	f := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	kv := [][2]string{
+		{"workload", m.Workload}, {"tiles", strconv.Itoa(m.Tiles)}, {"activeTiles", strconv.Itoa(m.ActiveTiles)},
+		{"cycles", strconv.FormatUint(m.Cycles, 10)}, {"minimumTileCycles", strconv.FormatUint(m.MinimumTileCycles, 10)},
+		{"deviceMicroseconds", f(m.DeviceMicroseconds, 3)}, {"effectiveGemmTflops", f(m.EffectiveGemmTflops, 3)},
+		{"peakTflops", f(m.PeakTflops, 3)}, {"efficiencyPercent", f(m.EfficiencyPercent, 2)},
+		{"maximumAbsoluteError", f(m.MaximumAbsoluteError, 6)}, {"numericalTest", m.NumericalTest},
+		{"device", m.Device}, {"inputBytes", strconv.FormatInt(m.InputBytes, 10)},
+		{"weightBytes", strconv.FormatInt(m.WeightBytes, 10)},
+	}
+	parts := make([]string, len(kv))
+	for i, p := range kv {
+		parts[i] = p[0] + "=" + p[1]
+	}
+	return strings.Join(parts, " ")
+}
+
+// JSON renders the metrics as one JSON object.
+func (m *Metrics) JSON() string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Device        string
+	DeviceOptions device.Options
+	Logger        *slog.Logger
+}
+
+// Run runs a package built from recipe on a device, checks the output and
+// returns the metrics (NumericalTest "PASS" or "FAIL"). g and pl may be nil:
+// they are then regenerated from the recipe.
+func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl *low.Plan, opts RunOptions) (*Metrics, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if g == nil || pl == nil {
+		var err error
+		if g, pl, err = Prepare(r, nil); err != nil {
+			return nil, err
+		}
+	}
+	name, err := graph.WorkloadName(r.Workload, r.Flags)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLayout(pkg, pl); err != nil {
+		return nil, err
+	}
+	p := pl.Problem
+	t0 := time.Now()
+	in := g.Node(p.Input)
+	x := in.DataF16()
+	inputs := map[string][]byte{p.Input: packInput(pl, x)}
+	weights := map[string][]byte{p.W1: packW1(pl, g.Node(p.W1).DataF16())}
+	if p.Kind == low.KindMLP {
+		weights[p.W2] = packW2(pl, g.Node(p.W2).DataF16())
+	}
+	log.Info("prepared reference inputs", "elapsed_ms", time.Since(t0).Milliseconds())
+	t1 := time.Now()
+	ref, err := reference.EvaluateDetailed(g, nil, reference.Options{Precision: reference.Device, GenerateMissing: true})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("evaluated host reference", "referencePrecision", reference.Device.String(), "elapsed_ms", time.Since(t1).Milliseconds())
+	dev := opts.Device
+	if dev == "" {
+		dev = device.DefaultName
+	}
+	res, err := runtime.Run(ctx, pkg, runtime.Options{Device: dev, DeviceOptions: opts.DeviceOptions,
+		Inputs: inputs, Weights: weights, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	got, err := unpackOutput(pl, res.Outputs[p.Output])
+	if err != nil {
+		return nil, err
+	}
+	want := ref.Outputs[p.Output]
+	tol := ref.Tolerances[p.Output]
+	maxErr, worst, ok := reference.Compare(got, want, tol)
+	verdict := "PASS"
+	if !ok {
+		verdict = "FAIL"
+		cols := p.N
+		if p.Kind == low.KindMLP {
+			cols = p.K
+		}
+		log.Error("numerical test failed", "worst_index", worst, "row", worst/cols, "col", worst%cols,
+			"got", got[worst], "want", want[worst], "tolerance", tol.String())
+	}
+	tg := target.IPU21()
+	m := &Metrics{Workload: name, Tiles: len(pkg.Tiles), ActiveTiles: pl.Grid.R * pl.Grid.C,
+		Cycles: res.Cycles, MinimumTileCycles: res.MinimumTileCycles,
+		MaximumAbsoluteError: maxErr, NumericalTest: verdict, Device: dev}
+	m.DeviceMicroseconds = tg.Microseconds(int64(res.Cycles))
+	m.PeakTflops = float64(m.Tiles) * float64(tg.FlopsPerCycleF16) * tg.ClockHz / 1e12
+	if res.Cycles > 0 {
+		secs := float64(res.Cycles) / tg.ClockHz
+		m.EffectiveGemmTflops = float64(p.Flops) / secs / 1e12
+		m.EfficiencyPercent = 100 * m.EffectiveGemmTflops / m.PeakTflops
+	}
+	m.InputBytes = int64(2 * in.Shape.Elements())
+	for _, w := range []string{p.W1, p.W2} {
+		if w != "" {
+			m.WeightBytes += int64(2 * g.Node(w).Shape.Elements())
+		}
+	}
+	if math.IsNaN(m.MaximumAbsoluteError) {
+		m.NumericalTest = "FAIL"
+	}
+	return m, nil
+}
+
+// checkLayout checks that the package's bindings are the plan's.
+func checkLayout(pkg *ipuexe.Package, pl *low.Plan) error {
+	check := func(kind string, got []ipuexe.Binding, want []low.HostBinding) error {
+		if len(got) != len(want) {
+			return fmt.Errorf("package has %d %s, the plan %d", len(got), kind, len(want))
+		}
+		for i := range got {
+			n, _ := got[i].Bytes()
+			if got[i].Name != want[i].Name || int(n) != want[i].Bytes || len(got[i].Slices) != len(want[i].Slices) {
+				return fmt.Errorf("package %s %q (%d bytes) does not match the plan's %q (%d bytes): built by another compiler version?",
+					kind, got[i].Name, n, want[i].Name, want[i].Bytes)
+			}
+		}
+		return nil
+	}
+	if err := check("inputs", pkg.Inputs, pl.Inputs); err != nil {
+		return err
+	}
+	if err := check("weights", pkg.Weights, pl.Weights); err != nil {
+		return err
+	}
+	return check("outputs", pkg.Outputs, pl.Outputs)
+}

@@ -1,0 +1,422 @@
+// Package emit generates each tile's supervisor program from its work list
+// (compiler/low) and buffer addresses (compiler/place), assembles and links
+// it with the kernel specialisations it calls, schedules the exchange
+// phases (compiler/exchange) and writes the application package.
+//
+// The emitted runtime serves host calls like internal/diag: it waits at the
+// command handshake (sync 7), reads the command word at 0x50000 and runs
+// "initialize" (0) or "run" (1). Each host phase is one `sync 7`, after
+// which the tile copies the bytes the host wrote into its window to their
+// buffer (copy_f16). "run" samples $SCOUNT_L into the runtime state at
+// 0x58004 (start, after the inputs are in place) and 0x58008 (end, after
+// the outputs are), which is what the runtime reads. Every exchange phase
+// is: `sync 2` (no worker runs), load the tile's row address from the row
+// table at 0x5800C + 4*phase, `sync 3`, branch to the row, which ends with
+// `br $m10`. Tiles without a transfer in a phase branch to a shared
+// one-instruction row at 0x54000, so every tile takes part in every sync.
+// Rows live at [0x54000, 0x58000), 8-byte aligned, in a memory element
+// that holds neither code nor data.
+//
+// Tiles with identical work lists and addresses get identical program
+// text and share one linked image; only their rows and row tables differ.
+package emit
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ipustack/ipustack/asm"
+	"github.com/ipustack/ipustack/compiler/exchange"
+	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// Addresses are one tile's buffer addresses.
+type Addresses map[string]uint32
+
+// windowBuf names the host write window in a Ref.
+const windowBuf = "\x00window"
+
+func (a Addresses) ref(r low.Ref) (uint32, error) {
+	if r.Buf == windowBuf {
+		return target.HostApertureBase + uint32(r.Off), nil
+	}
+	base, ok := a[r.Buf]
+	if !ok {
+		return 0, fmt.Errorf("no buffer %q", r.Buf)
+	}
+	return base + uint32(r.Off), nil
+}
+
+// PlaceAll places every tile's buffers (identical buffer lists share one
+// placement).
+func PlaceAll(pl *low.Plan) ([]Addresses, error) {
+	out := make([]Addresses, len(pl.Programs))
+	memo := map[string]Addresses{}
+	for l := range pl.Programs {
+		t := &pl.Programs[l]
+		key := fmt.Sprint(t.Buffers)
+		if a, ok := memo[key]; ok {
+			out[l] = a
+			continue
+		}
+		a, err := place.Place(t.Buffers)
+		if err != nil {
+			return nil, fmt.Errorf("tile %d (grid %d,%d): %w", l, t.Row, t.Col, err)
+		}
+		memo[key] = a
+		out[l] = a
+	}
+	return out, nil
+}
+
+// Exchanges schedules every exchange phase.
+func Exchanges(pl *low.Plan, addrs []Addresses, log *slog.Logger) ([]*exchange.Schedule, error) {
+	if len(pl.Exchanges) > place.MaxRowPhases {
+		return nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), place.MaxRowPhases)
+	}
+	var out []*exchange.Schedule
+	for _, ph := range pl.Exchanges {
+		xp := exchange.Phase{ID: ph.ID}
+		for _, t := range ph.Transfers {
+			sa, err := addrs[t.Src].ref(t.SrcRef)
+			if err != nil {
+				return nil, fmt.Errorf("exchange %q: tile %d: %w", ph.Name, t.Src, err)
+			}
+			x := exchange.Transfer{Src: pl.Programs[t.Src].Physical, SrcAddr: sa, Words: t.Words}
+			for _, d := range t.Dsts {
+				da, err := addrs[d.Tile].ref(d.Ref)
+				if err != nil {
+					return nil, fmt.Errorf("exchange %q: tile %d: %w", ph.Name, d.Tile, err)
+				}
+				x.Dsts = append(x.Dsts, exchange.Dest{Tile: pl.Programs[d.Tile].Physical, Addr: da})
+			}
+			xp.Transfers = append(xp.Transfers, x)
+		}
+		s, err := exchange.Build(xp, exchange.Options{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("exchange %q: %w", ph.Name, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Specs lists the kernel specialisations the plan calls, sorted.
+func Specs(pl *low.Plan) []Spec {
+	seen := map[string]Spec{}
+	for l := range pl.Programs {
+		for _, call := range pl.Programs[l].Calls {
+			for _, op := range call {
+				switch op.Kind {
+				case low.OpKernel:
+					s := Spec{op.Kernel, op.Params}
+					seen[s.Key()] = s
+				case low.OpHostCopy:
+					s := Spec{"copy_f16", kernels.Params{"n": op.Bytes}}
+					seen[s.Key()] = s
+				}
+			}
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Spec, len(keys))
+	for i, k := range keys {
+		out[i] = seen[k]
+	}
+	return out
+}
+
+// CompileKernels builds every specialisation (through cache) in parallel.
+func CompileKernels(specs []Spec, cache kernels.Cache) (map[string]*Compiled, error) {
+	res := make([]*Compiled, len(specs))
+	errs := make([]error, len(specs))
+	parallel(len(specs), func(i int) { res[i], errs[i] = compileKernel(specs[i], cache) })
+	out := map[string]*Compiled{}
+	for i, s := range specs {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("kernel %s: %w", s.Key(), errs[i])
+		}
+		out[s.Key()] = res[i]
+	}
+	return out, nil
+}
+
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(n, runtime.GOMAXPROCS(0)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// Program is one distinct supervisor program text and the kernels it calls.
+type Program struct {
+	Text    string
+	Kernels []string // Spec keys, sorted
+}
+
+// Programs generates every tile's supervisor program; identical texts are
+// shared: tileProgram[l] indexes programs.
+func Programs(pl *low.Plan, addrs []Addresses, ks map[string]*Compiled) (programs []Program, tileProgram []int, err error) {
+	index := map[string]int{}
+	tileProgram = make([]int, len(pl.Programs))
+	for l := range pl.Programs {
+		p, err := program(&pl.Programs[l], addrs[l], ks)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tile %d: %w", l, err)
+		}
+		i, ok := index[p.Text]
+		if !ok {
+			i = len(programs)
+			index[p.Text] = i
+			programs = append(programs, p)
+		}
+		tileProgram[l] = i
+	}
+	return programs, tileProgram, nil
+}
+
+func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program, error) {
+	var b strings.Builder
+	used := map[string]bool{}
+	label := 0
+	w := func(format string, args ...any) { fmt.Fprintf(&b, "\t"+format+"\n", args...) }
+	kernelCall := func(s Spec, args []low.Arg) error {
+		c, ok := ks[s.Key()]
+		if !ok {
+			return fmt.Errorf("kernel %s not compiled", s.Key())
+		}
+		used[s.Key()] = true
+		for _, arg := range args {
+			v, err := a.ref(arg.Ref)
+			if err != nil {
+				return err
+			}
+			w("setzi %s, %#x", arg.Reg, v)
+		}
+		w("call $m10, %s", c.Entry)
+		return nil
+	}
+	b.WriteString("// ipustack v0 tile runtime (generated)\n\t.section .text, \"ax\"\n\t.supervisor\n\t.globl _start\n_start:\nloop:\n")
+	w("sync 7")
+	w("setzi $m0, %#x", target.HostApertureBase)
+	w("ld32 $m1, $m0, $mzero, 0")
+	w("brz $m1, call_initialize")
+	w("bri call_run")
+	for ci, name := range []string{"call_initialize", "call_run"} {
+		b.WriteString(name + ":\n")
+		for _, op := range t.Calls[ci] {
+			switch op.Kind {
+			case low.OpHostSync:
+				w("sync 7")
+			case low.OpHostCopy:
+				if err := kernelCall(Spec{"copy_f16", kernels.Params{"n": op.Bytes}},
+					[]low.Arg{{Reg: "$m2", Ref: op.Dst}, {Reg: "$m3", Ref: low.Ref{Buf: windowBuf}}}); err != nil {
+					return Program{}, err
+				}
+			case low.OpKernel:
+				if err := kernelCall(Spec{op.Kernel, op.Params}, op.Args); err != nil {
+					return Program{}, err
+				}
+			case low.OpExchange:
+				label++
+				w("sync 2")
+				w("setzi $m0, %#x", place.RowTable)
+				w("ld32 $m1, $m0, $mzero, %d", op.Phase)
+				w("setzi $m10, .Lx%d", label)
+				w("sync 3")
+				w("br $m1")
+				fmt.Fprintf(&b, ".Lx%d:\n", label)
+			case low.OpSample:
+				w("sync 2")
+				w("get $m1, $SCOUNT_L")
+				w("setzi $m0, %#x", target.RuntimeStateBase)
+				w("st32 $m1, $m0, $mzero, %d", 1+op.Sample)
+			}
+		}
+		w("bri loop")
+	}
+	p := Program{Text: b.String()}
+	for k := range used {
+		p.Kernels = append(p.Kernels, k)
+	}
+	sort.Strings(p.Kernels)
+	return p, nil
+}
+
+// Link assembles and links every program with its kernels (in parallel).
+func Link(programs []Program, ks map[string]*Compiled) ([]*elf.Image, error) {
+	imgs := make([]*elf.Image, len(programs))
+	errs := make([]error, len(programs))
+	parallel(len(programs), func(i int) {
+		p := programs[i]
+		obj, err := asm.Assemble(fmt.Sprintf("runtime%d.S", i), []byte(p.Text), asm.Options{})
+		if err != nil {
+			errs[i] = fmt.Errorf("assembling program %d: %w", i, err)
+			return
+		}
+		objs := []*elf.Object{obj}
+		for _, k := range p.Kernels {
+			objs = append(objs, ks[k].Object)
+		}
+		img, err := elf.Link(objs, elf.LinkOptions{Entry: "_start", Limit: place.CodeLimit})
+		if err != nil {
+			errs[i] = fmt.Errorf("linking program %d: %w", i, err)
+			return
+		}
+		imgs[i] = img
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return imgs, nil
+}
+
+// CodeBytes is the largest linked image.
+func CodeBytes(imgs []*elf.Image) int {
+	m := 0
+	for _, img := range imgs {
+		n := 0
+		for _, s := range img.Segments {
+			n = max(n, int(s.Addr+s.MemSize-place.CodeBase))
+		}
+		m = max(m, n)
+	}
+	return m
+}
+
+var brM10 = func() []byte {
+	obj, err := asm.Assemble("ret.S", []byte("\t.section .text, \"ax\"\n\t.supervisor\n\tbr $m10\n"), asm.Options{})
+	if err != nil {
+		panic("BUG: " + err.Error())
+	}
+	return obj.Sections[0].Data
+}()
+
+// Package assembles the application package.
+func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs []*elf.Image, tileProgram []int, version string) (*ipuexe.Package, error) {
+	pkg := &ipuexe.Package{CompilerVersion: version, Target: "ipu21",
+		MemoryBase: target.SRAMBase, MemorySize: target.SRAMEnd - target.SRAMBase}
+	// Code segments are shared between tiles of one program.
+	codeSegs := make([][]ipuexe.Segment, len(imgs))
+	for i, img := range imgs {
+		for _, s := range img.Segments {
+			fl := ipuexe.FlagRead
+			if s.Flags&elf.FlagExec != 0 {
+				fl |= ipuexe.FlagExec
+			}
+			if s.Flags&elf.FlagWrite != 0 {
+				fl |= ipuexe.FlagWrite
+			}
+			codeSegs[i] = append(codeSegs[i], ipuexe.Segment{Address: s.Addr, MemSize: s.MemSize, Data: s.Data, Flags: fl})
+		}
+	}
+	le := binary.LittleEndian
+	for l := range pl.Programs {
+		t := &pl.Programs[l]
+		img := imgs[tileProgram[l]]
+		rows := append([]byte(nil), brM10...)
+		for len(rows)%8 != 0 {
+			rows = append(rows, 0)
+		}
+		table := make([]byte, 4*len(scheds))
+		for p, s := range scheds {
+			addr := uint32(place.RowBase)
+			if pr := s.Program(t.Physical); pr != nil {
+				addr = place.RowBase + uint32(len(rows))
+				for _, wd := range pr.Words {
+					rows = le.AppendUint32(rows, wd)
+				}
+				rows = append(rows, brM10...)
+				for len(rows)%8 != 0 {
+					rows = append(rows, 0)
+				}
+			}
+			le.PutUint32(table[4*p:], addr)
+		}
+		if place.RowBase+len(rows) > place.RowLimit {
+			return nil, fmt.Errorf("emit: tile %d's exchange rows take %d bytes, more than [%#x,%#x)", l, len(rows), place.RowBase, place.RowLimit)
+		}
+		segs := append([]ipuexe.Segment(nil), codeSegs[tileProgram[l]]...)
+		segs = append(segs, ipuexe.Segment{Address: place.RowBase, MemSize: uint32(len(rows)), Data: rows, Flags: ipuexe.FlagRead | ipuexe.FlagExec})
+		if len(table) > 0 {
+			segs = append(segs, ipuexe.Segment{Address: place.RowTable, MemSize: uint32(len(table)), Data: table, Flags: ipuexe.FlagRead | ipuexe.FlagWrite})
+		}
+		pkg.Tiles = append(pkg.Tiles, ipuexe.Tile{Physical: uint32(t.Physical), Entry: img.Entry, Segments: segs})
+		if t.Active() {
+			pkg.Profile.Tiles = append(pkg.Profile.Tiles, ipuexe.TileProfile{Tile: uint32(t.Physical), Samples: []ipuexe.ProfileSample{
+				{Address: target.ProfileStartCycle, Step: 0}, {Address: target.ProfileEndCycle, Step: 1}}})
+		}
+	}
+	pkg.Profile.Steps = []ipuexe.ProfileStep{{Name: "run.start", Kind: "compute"}, {Name: "run.end", Kind: "compute"}}
+
+	binding := func(hb low.HostBinding) (ipuexe.Binding, error) {
+		b := ipuexe.Binding{Name: hb.Name, DType: ipuexe.F16, Shape: []uint32{uint32(hb.Bytes / 2)}}
+		for _, s := range hb.Slices {
+			a, err := addrs[s.Tile].ref(s.Ref)
+			if err != nil {
+				return b, fmt.Errorf("binding %q: tile %d: %w", hb.Name, s.Tile, err)
+			}
+			b.Slices = append(b.Slices, ipuexe.Slice{Tile: uint32(pl.Programs[s.Tile].Physical), Address: a,
+				Offset: uint64(s.Offset), Length: uint32(s.Length)})
+		}
+		return b, nil
+	}
+	for _, list := range []struct {
+		from []low.HostBinding
+		to   *[]ipuexe.Binding
+	}{{pl.Inputs, &pkg.Inputs}, {pl.Weights, &pkg.Weights}, {pl.Outputs, &pkg.Outputs}} {
+		for _, hb := range list.from {
+			b, err := binding(hb)
+			if err != nil {
+				return nil, err
+			}
+			*list.to = append(*list.to, b)
+		}
+	}
+	pkg.Host = ipuexe.HostExchange{
+		Pages:    []ipuexe.HostPage{{Index: 0, Size: 4096}, {Index: 1, Size: uint32(pl.Tiles) * low.SlotSize}},
+		SlotSize: low.SlotSize,
+	}
+	for _, c := range pl.Calls {
+		hc := ipuexe.HostCall{Name: c.Name, Command: c.Command}
+		for _, ph := range c.Phases {
+			var hp ipuexe.HostPhase
+			for _, tr := range ph {
+				hp.Transfers = append(hp.Transfers, ipuexe.HostTransfer{Kind: tr.Kind, Binding: uint32(tr.Binding),
+					Slice: uint32(tr.Slice), SliceOffset: uint32(tr.SliceOffset), Length: uint32(tr.Length),
+					Page: 1, PageOffset: uint32(tr.Tile) * low.SlotSize})
+			}
+			hc.Phases = append(hc.Phases, hp)
+		}
+		pkg.Host.Calls = append(pkg.Host.Calls, hc)
+	}
+	return pkg, nil
+}

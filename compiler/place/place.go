@@ -1,0 +1,154 @@
+// Package place gives the buffers of a tile's work list SRAM addresses.
+//
+// Tile memory map of the v0 runtime (docs/machine.md for the fixed parts):
+//
+//	[0x4C010, 0x50000)  code: the runtime and its kernels (element 0)
+//	[0x50000, 0x54000)  host write window (inputs and weights land here)
+//	[0x54000, 0x58000)  exchange rows, 8-byte aligned (element 2: no data)
+//	[0x58000, 0x58640)  runtime state: profile samples, row table, worker areas
+//	[DataBase, 0x80000) region 0 data
+//	[0x80000, LoadLimit) region 1 data (interleaved: AMP right panels)
+//
+// Buffers are placed first-fit in order, region 1 for those that need it
+// and region 0 before region 1 otherwise. A buffer that must not share a
+// memory element with another (Apart) starts at an element boundary and
+// owns its elements, so the rule holds whatever its partner's address.
+// Data never shares an element with code or rows, which the exchange rows
+// require.
+package place
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// Fixed parts of the map.
+const (
+	CodeBase  = target.EntrySlot
+	CodeLimit = target.HostApertureBase
+	RowBase   = target.HostWriteEnd
+	RowLimit  = target.HostApertureEnd
+	// RowTable holds one word per exchange phase: the address of the
+	// tile's row (in the runtime header's reserved words).
+	RowTable     = target.RuntimeStateBase + 0xC
+	MaxRowPhases = (target.RuntimeHeaderSize - 0xC) / 4
+	DataBase     = (target.RuntimeStateEnd + 63) &^ 63
+	Region0End   = target.Region1Base
+	Region1End   = target.LoadLimit &^ 31
+)
+
+type interval struct{ lo, hi uint32 }
+
+// Place returns each buffer's address.
+func Place(bufs []low.Buffer) (map[string]uint32, error) {
+	free := [2][]interval{{{DataBase, Region0End}}, {{target.Region1Base, Region1End}}}
+	addr := map[string]uint32{}
+	order := make([]int, len(bufs))
+	for i := range order {
+		order[i] = i
+	}
+	// Region-1-only buffers first, then larger first (stable: deterministic).
+	sort.SliceStable(order, func(a, b int) bool {
+		ba, bb := bufs[order[a]], bufs[order[b]]
+		if (ba.Region == kernels.Interleaved) != (bb.Region == kernels.Interleaved) {
+			return ba.Region == kernels.Interleaved
+		}
+		return ba.Bytes > bb.Bytes
+	})
+	for _, k := range order {
+		b := bufs[k]
+		if b.Bytes <= 0 {
+			return nil, fmt.Errorf("place: buffer %q has %d bytes", b.Name, b.Bytes)
+		}
+		align := uint32(max(b.Align, 8))
+		regions := []int{0, 1}
+		if b.Region == kernels.Interleaved {
+			regions = []int{1}
+		}
+		placed := false
+		for _, r := range regions {
+			elem := uint32(target.ElementBytes)
+			if r == 1 {
+				elem = target.InterleavedElementBytes
+			}
+			size := uint32(b.Bytes)
+			own := len(b.Apart) > 0
+			if own {
+				align = max(align, elem)
+				size = (size + elem - 1) / elem * elem
+			}
+			for fi, f := range free[r] {
+				a := (f.lo + align - 1) / align * align
+				if a+size > f.hi {
+					continue
+				}
+				addr[b.Name] = a
+				// Split the free interval.
+				var rest []interval
+				if a > f.lo {
+					rest = append(rest, interval{f.lo, a})
+				}
+				if a+size < f.hi {
+					rest = append(rest, interval{a + size, f.hi})
+				}
+				free[r] = append(free[r][:fi], append(rest, free[r][fi+1:]...)...)
+				placed = true
+				break
+			}
+			if placed {
+				break
+			}
+		}
+		if !placed {
+			var used int
+			for _, bb := range bufs {
+				used += bb.Bytes
+			}
+			return nil, fmt.Errorf("place: buffer %q (%d bytes) does not fit in tile memory (%d bytes of buffers in all)", b.Name, b.Bytes, used)
+		}
+	}
+	// Check the element rules.
+	for _, b := range bufs {
+		for _, o := range b.Apart {
+			oa, ok := addr[o]
+			if !ok {
+				continue
+			}
+			ob := bufBytes(bufs, o)
+			if overlapElements(addr[b.Name], uint32(b.Bytes), oa, uint32(ob)) {
+				return nil, fmt.Errorf("place: BUG: %q and %q share a memory element", b.Name, o)
+			}
+		}
+	}
+	return addr, nil
+}
+
+func bufBytes(bufs []low.Buffer, name string) int {
+	for _, b := range bufs {
+		if b.Name == name {
+			return b.Bytes
+		}
+	}
+	return 0
+}
+
+func overlapElements(a, an, b, bn uint32) bool {
+	for x := target.Element(a); x <= target.Element(a+an-1); x++ {
+		for y := target.Element(b); y <= target.Element(b+bn-1); y++ {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Fits reports whether bufs can be placed.
+func Fits(bufs []low.Buffer) error {
+	_, err := Place(bufs)
+	return err
+}
