@@ -59,9 +59,11 @@ const (
 	maxSend      = 64
 	maxSendoff   = 4096
 	xpicPairFlag = 1 << 13
-	// Harmless companions of a lone control in a sendpicp (this package
-	// never receives 64-bit items): the pair source to neutral, and
-	// INCOMING_FORMAT to 0 (32-bit words).
+	// Harmless companions of a lone control in a sendpicp: the pair source
+	// to neutral, and INCOMING_FORMAT to 0 (32-bit words). They are only
+	// needed for a control on a send's first event, which the guard forbids
+	// whenever the phase has paired receives (where they would not be
+	// harmless); see Build.
 	noopXpic   = xpicPairFlag | target.MuxNeutral
 	noopPicSel = 1
 	noopPic    = 0
@@ -93,15 +95,25 @@ func (in *ins) encode() ([]uint32, error) {
 	case opDelayXpic:
 		return rowDelayXpic.Encode([]int64{int64(in.n), int64(in.sel), int64(in.val)}, false)
 	case opSend:
-		return rowSend.Encode([]int64{int64(in.n), int64(in.addr), int64(in.sctl)}, false)
+		return rowSend.Encode([]int64{int64(in.n), int64(sendOperand(in.addr, in.sctl)), int64(in.sctl)}, false)
 	case opSendoff:
 		return rowSendoff.Encode([]int64{int64(in.n), 0, int64(in.sctl)}, false)
 	case opSendpic:
 		return rowSendpic.Encode([]int64{int64(in.n), int64(in.sel), int64(in.val)}, false)
 	case opSendpicp:
-		return rowSendpicp.Encode([]int64{int64(in.n), int64(in.addr), int64(in.sctl), int64(in.sel), int64(in.xpic), int64(in.val)}, false)
+		return rowSendpicp.Encode([]int64{int64(in.n), int64(sendOperand(in.addr, in.sctl)), int64(in.sctl), int64(in.sel), int64(in.xpic), int64(in.val)}, false)
 	}
 	return nil, fmt.Errorf("bad opcode %d", in.op)
+}
+
+// sendOperand is a send's address operand for byte address addr: the
+// field counts items, and the operand is the field times 4 (the 32-bit
+// case), so a paired send (8-byte items) takes half the byte address.
+func sendOperand(addr uint32, sctl int) uint32 {
+	if sctl&target.SendPaired != 0 {
+		return addr / 2
+	}
+	return addr
 }
 
 // rowBuilder accumulates a tile's instructions, keeping sendpicp aligned.
@@ -113,8 +125,8 @@ type rowBuilder struct {
 }
 
 func (b *rowBuilder) add(in ins) error {
-	if in.op == opSendpicp && b.words%2 == 1 && !b.fixAlign() {
-		return fmt.Errorf("cannot align sendpicp at event %d: no earlier instruction of two or more events to split", b.cur+1)
+	if in.op == opSendpicp && b.words%2 == 1 && !b.fixAlign() && !b.mergeAlign() {
+		return fmt.Errorf("cannot align sendpicp at event %d: no earlier instruction of two or more events to split or idle event to merge", b.cur+1)
 	}
 	if in.op == opSendpicp {
 		b.lastP = len(b.ins)
@@ -159,6 +171,32 @@ func (b *rowBuilder) fixAlign() bool {
 	return false
 }
 
+// mergeAlign removes one word without moving any event: a `delay` that
+// follows an instruction whose controls (if any) apply at its first event
+// and that sends nothing (a `delay`, a directionless `sendpicp`) is folded
+// into it. Paired receives put controls two events apart (format, then
+// pointer), so a row can reach a sendpicp with only one-event
+// instructions since the last one, where fixAlign finds nothing to split.
+func (b *rowBuilder) mergeAlign() bool {
+	for i := len(b.ins) - 2; i >= 0 && i >= b.lastP; i-- {
+		in, next := &b.ins[i], b.ins[i+1]
+		if next.op != opDelay {
+			continue
+		}
+		switch {
+		case in.op == opDelay && in.n+next.n <= maxDelay:
+		case in.op == opSendpicp && in.sctl&3 == 0 && in.n+next.n <= maxSend:
+		default:
+			continue
+		}
+		in.n += next.n
+		b.ins = slices.Delete(b.ins, i+1, i+2)
+		b.words--
+		return true
+	}
+	return false
+}
+
 // delay advances the row to event e (the next instruction's first event is
 // e+1).
 func (b *rowBuilder) delayTo(e int) error {
@@ -174,15 +212,26 @@ func (b *rowBuilder) delayTo(e int) error {
 type ctrl struct {
 	e          int
 	hasX, hasP bool
-	x          uint32 // XPIC value (ordinary mux)
-	p          uint32 // PIC pointer: word address
+	xsel       int    // XPIC selector: 0 ordinary mux, 1 the pair's source
+	x          uint32 // XPIC value
+	psel       int    // PIC selector: 0 write pointer, 1 INCOMING_FORMAT
+	p          uint32 // PIC value: word address, or the format
+}
+
+// xpicInline is the ctrl's XPIC as sendpicp's inline field.
+func (c ctrl) xpicInline() uint32 {
+	if c.xsel == 1 {
+		return xpicPairFlag | c.x
+	}
+	return c.x
 }
 
 // sendOp is a tile's send of a transfer.
 type sendOp struct {
-	s0, n int // first event, words
+	s0, n int // first event, items
 	addr  uint32
 	sctl  int
+	size  uint32 // bytes per item
 }
 
 // emitControl applies a control at event c.e outside any send.
@@ -192,17 +241,17 @@ func (b *rowBuilder) emitControl(c ctrl) error {
 		if err := b.delayTo(c.e - 1); err != nil {
 			return err
 		}
-		return b.add(ins{op: opSendpicp, n: 1, xpic: c.x, sel: 0, val: c.p})
+		return b.add(ins{op: opSendpicp, n: 1, xpic: c.xpicInline(), sel: c.psel, val: c.p})
 	case c.hasX:
 		if err := b.delayTo(c.e - maxDelayXpic); err != nil {
 			return err
 		}
-		return b.add(ins{op: opDelayXpic, n: c.e - b.cur, val: c.x})
+		return b.add(ins{op: opDelayXpic, n: c.e - b.cur, sel: c.xsel, val: c.x})
 	default:
 		if err := b.delayTo(c.e - maxDelayPic); err != nil {
 			return err
 		}
-		return b.add(ins{op: opDelayPic, n: c.e - b.cur, val: c.p})
+		return b.add(ins{op: opDelayPic, n: c.e - b.cur, sel: c.psel, val: c.p})
 	}
 }
 
@@ -224,27 +273,27 @@ func (b *rowBuilder) emitSend(s sendOp, ctrls []ctrl) error {
 				end = ctrls[ci].e
 			}
 			m := min(end-a, maxSend)
-			addr := s.addr + uint32(4*k)
+			addr := s.addr + s.size*uint32(k)
 			switch {
 			case c.hasX && c.hasP:
-				err := b.add(ins{op: opSendpicp, n: m, addr: addr, sctl: s.sctl, xpic: c.x, sel: 0, val: c.p})
+				err := b.add(ins{op: opSendpicp, n: m, addr: addr, sctl: s.sctl, xpic: c.xpicInline(), sel: c.psel, val: c.p})
 				if err != nil {
 					return err
 				}
 			case k == 0 && c.hasX:
-				if err := b.add(ins{op: opSendpicp, n: m, addr: addr, sctl: s.sctl, xpic: c.x, sel: noopPicSel, val: noopPic}); err != nil {
+				if err := b.add(ins{op: opSendpicp, n: m, addr: addr, sctl: s.sctl, xpic: c.xpicInline(), sel: noopPicSel, val: noopPic}); err != nil {
 					return err
 				}
 			case k == 0:
-				if err := b.add(ins{op: opSendpicp, n: m, addr: addr, sctl: s.sctl, xpic: noopXpic, sel: 0, val: c.p}); err != nil {
+				if err := b.add(ins{op: opSendpicp, n: m, addr: addr, sctl: s.sctl, xpic: noopXpic, sel: c.psel, val: c.p}); err != nil {
 					return err
 				}
 			case c.hasX:
-				if err := b.add(ins{op: opSendpic, n: m, sel: 0, val: c.x, stream: s.sctl}); err != nil {
+				if err := b.add(ins{op: opSendpic, n: m, sel: c.xsel, val: c.x, stream: s.sctl}); err != nil {
 					return err
 				}
 			default:
-				if err := b.add(ins{op: opSendpic, n: m, sel: 2, val: c.p, stream: s.sctl}); err != nil {
+				if err := b.add(ins{op: opSendpic, n: m, sel: 2 + c.psel, val: c.p, stream: s.sctl}); err != nil {
 					return err
 				}
 			}
@@ -320,9 +369,18 @@ func emitRow(sends []sendOp, ctrls []ctrl, events int) ([]uint32, error) {
 // rawCtrl is one control before merging per event.
 type rawCtrl struct {
 	e    int
-	kind uint8 // 0 XPIC open, 1 XPIC close, 2 PIC
+	kind uint8 // rawOpen .. rawFormat
 	v    uint32
 }
+
+const (
+	rawOpen      = iota // ordinary window opens (XPIC 0)
+	rawClose            // ordinary window closes (XPIC 0, neutral), unless one opens
+	rawPairOpen         // the pair's window opens (XPIC 1)
+	rawPairClose        // the pair's window closes (XPIC 1, neutral)
+	rawPointer          // write pointer (PIC 0)
+	rawFormat           // INCOMING_FORMAT (PIC 1)
+)
 
 // emitAll turns a placement into every participating tile's program.
 func emitAll(pr *problem, pl *placement) ([]Program, error) {
@@ -332,14 +390,26 @@ func emitAll(pr *problem, pl *placement) ([]Program, error) {
 	for i := range pr.xs {
 		x := &pr.xs[i]
 		ts := pl.ts[i]
-		sends[x.src] = append(sends[x.src], sendOp{ts + 1, x.n, x.saddr, x.sctl})
+		sends[x.src] = append(sends[x.src], sendOp{ts + 1, x.n, x.saddr, x.sctl, uint32(x.size)})
 		events[x.src] = max(events[x.src], ts+x.n)
 		for j, d := range x.dsts {
 			u0 := ts + 1 + x.ttm[j]
-			raws[d] = append(raws[d],
-				rawCtrl{u0, 0, uint32(x.src)},
-				rawCtrl{u0 + x.n, 1, target.MuxNeutral},
-				rawCtrl{u0 + x.lat[j], 2, x.daddr[j] >> 2})
+			if x.paired {
+				if x.leader(j) {
+					raws[d] = append(raws[d],
+						rawCtrl{u0, rawPairOpen, uint32(x.src)},
+						rawCtrl{u0 + x.n, rawPairClose, target.MuxNeutral})
+				}
+				raws[d] = append(raws[d],
+					rawCtrl{u0 + x.lat[j] - 2, rawFormat, 1},
+					rawCtrl{u0 + x.lat[j], rawPointer, x.daddr[j] >> 2},
+					rawCtrl{u0 + x.n + x.lat[j] - 2, rawFormat, 0})
+			} else {
+				raws[d] = append(raws[d],
+					rawCtrl{u0, rawOpen, uint32(x.src)},
+					rawCtrl{u0 + x.n, rawClose, target.MuxNeutral},
+					rawCtrl{u0 + x.lat[j], rawPointer, x.daddr[j] >> 2})
+			}
 			events[d] = max(events[d], u0+x.lat[j]+x.n)
 		}
 	}
@@ -361,20 +431,29 @@ func emitAll(pr *problem, pl *placement) ([]Program, error) {
 			}
 			c := &cs[len(cs)-1]
 			switch r.kind {
-			case 0:
+			case rawOpen, rawPairOpen, rawPairClose:
 				if c.hasX {
-					return nil, fmt.Errorf("tile %d: two source windows open at event %d", t, r.e)
+					return nil, fmt.Errorf("tile %d: two source controls at event %d", t, r.e)
 				}
-				c.hasX, c.x = true, r.v
-			case 1:
+				c.hasX, c.x, c.xsel = true, r.v, 0
+				if r.kind != rawOpen {
+					c.xsel = 1
+				}
+			case rawClose:
+				if c.hasX && c.xsel == 1 {
+					return nil, fmt.Errorf("tile %d: two source controls at event %d", t, r.e)
+				}
 				if !c.hasX { // else a window opens here: it closes this one
 					c.hasX, c.x = true, r.v
 				}
-			case 2:
+			case rawPointer, rawFormat:
 				if c.hasP {
-					return nil, fmt.Errorf("tile %d: two write pointers set at event %d", t, r.e)
+					return nil, fmt.Errorf("tile %d: two write controls at event %d", t, r.e)
 				}
-				c.hasP, c.p = true, r.v
+				c.hasP, c.p, c.psel = true, r.v, 0
+				if r.kind == rawFormat {
+					c.psel = 1
+				}
 			}
 		}
 		words, err := emitRow(ss, cs, events[t])

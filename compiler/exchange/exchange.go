@@ -32,8 +32,18 @@
 //   - the previous phase left every receive window closed (every row this
 //     package emits does).
 //
-// Only 32-bit (ordinary) transfers are scheduled; paired 64-bit transfers
-// are not supported yet (Build rejects them).
+// Paired 64-bit transfers (docs/machine.md, IPU21.md): a send with
+// SendPaired puts one 8-byte item per event on the sender's stream and
+// borrows its partner tile's outgoing lane meanwhile; the item reaches the
+// receiving pair's shared 64-bit source at u = e + PairedTimeToMux(s, d) - 1
+// and is written one cycle later than a word would be, 8 bytes, to both
+// tiles of the pair, whose INCOMING_FORMAT must say 64-bit items in the
+// item's stage cycle (u + 51 + 2*row). A transfer (or the part of a
+// multicast that goes to whole receiving pairs at one address) can go this
+// way when it has at least 64 items and 8-byte aligned addresses: half the
+// events at the sender and at every receiver, at the price of the
+// partner's lane. Transfer.Paired asks for it; Options.Paired = PairedAuto
+// lets Build choose per transfer and keep the shorter schedule.
 package exchange
 
 import (
@@ -41,6 +51,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ipustack/ipustack/isa"
@@ -60,6 +71,42 @@ type Transfer struct {
 	SrcAddr uint32
 	Words   int
 	Dsts    []Dest
+	// Paired sends the transfer as Words/2 64-bit items (see the package
+	// comment). It needs an even Words of at least 2*MinPairedItems,
+	// 8-byte aligned addresses, and destinations that are whole receiving
+	// pairs (tiles d and d^2) writing at one address per pair; Build
+	// rejects the phase otherwise.
+	Paired bool
+}
+
+// MinPairedItems is the smallest paired transfer: 64 items of 8 bytes
+// (IPU21.md: "at least 64 items").
+const MinPairedItems = 64
+
+// PairedMode says which transfers Build may send as paired 64-bit items.
+type PairedMode int
+
+const (
+	// PairedOff: only transfers with Transfer.Paired set (the default).
+	PairedOff PairedMode = iota
+	// PairedAuto: Build also considers every transfer that qualifies, in
+	// whole or for the destinations that form whole receiving pairs (the
+	// rest of a multicast then goes as words), schedules the phase with
+	// and without them and keeps the shorter schedule (ties: ordinary).
+	PairedAuto
+)
+
+// Comparison records Build's choice between an ordinary and a paired
+// schedule of a phase (Options.Paired = PairedAuto).
+type Comparison struct {
+	// Candidates is the number of transfers that could go paired.
+	Candidates int
+	// OrdinaryHorizon and PairedHorizon are the two schedules' horizons
+	// (PairedHorizon: the best of the paired assignments tried).
+	OrdinaryHorizon, PairedHorizon int
+	// OrdinaryBound and PairedBound are their endpoint lower bounds.
+	OrdinaryBound, PairedBound int
+	UsePaired                  bool
 }
 
 // Phase is one exchange phase: what moves between two chip-wide syncs.
@@ -88,13 +135,22 @@ type Schedule struct {
 	// the last tile's last event (the maximum of the programs' Events).
 	Horizon int
 	// LowerBound is the endpoint lower bound: the maximum over tiles of
-	// max(words sent, words received). Every tile sends and receives at
-	// most one word per event, so no schedule is shorter.
+	// max(items sent, items received), where a tile's sent items include
+	// the paired items its partner sends (the partner reservation) and an
+	// item is a word, or an 8-byte paired item. Every tile sends and
+	// receives at most one item per event, so no schedule sending the
+	// same transfers the same way is shorter. Without paired transfers it
+	// is max(words sent, words received).
 	LowerBound int
 	// Tiles holds one program per participating tile, in tile order.
 	Tiles []Program
 	// Guard is Options.Guard as used (Validate checks it).
 	Guard int
+	// PairedSends is the number of 64-bit sends in the schedule: paired
+	// transfers, and the paired parts of multicasts.
+	PairedSends int
+	// Compared is set when Build compared ordinary and paired schedules.
+	Compared *Comparison
 }
 
 // DefaultGuard is the hardware rule of IPU21.md: no receive control on a
@@ -121,6 +177,9 @@ type Options struct {
 	// the transfers of the tile that ends last moved to the front of the
 	// order (default 8; negative: none).
 	Improve int
+	// Paired: which transfers may go as paired 64-bit items (default
+	// PairedOff: those that ask for it).
+	Paired PairedMode
 }
 
 // latencySlack: a gap this small is pure fabric latency (a phase with no
@@ -183,53 +242,64 @@ func Build(p Phase, opt Options) (*Schedule, error) {
 	case opt.Guard < 0:
 		return nil, fmt.Errorf("exchange phase %d: negative guard %d", p.ID, opt.Guard)
 	}
-	passes := opt.Passes
-	if passes <= 0 {
-		passes = 4
+	if opt.Passes <= 0 {
+		opt.Passes = 4
 	}
-	pr := newProblem(&p)
-	var best *placement
-	var bestOrder []int
-	for pass := 0; pass < passes; pass++ {
-		order, err := pr.order(pass)
-		if err != nil {
-			return nil, fmt.Errorf("exchange phase %d: %w", p.ID, err)
-		}
-		pl := pr.place(order, opt.Guard)
-		if best == nil || pl.horizon < best.horizon {
-			best, bestOrder = pl, order
-		}
+	if opt.Improve == 0 {
+		opt.Improve = 8
 	}
-	improve := opt.Improve
-	if improve == 0 {
-		improve = 8
+	lg := opt.Logger
+	if lg == nil {
+		lg = slog.Default()
 	}
-	improvements := 0
-	for it := 0; it < improve && best.horizon > pr.lowerBound+latencySlack; it++ {
-		order, err := pr.promote(bestOrder, best)
-		if err != nil {
-			break
+	cands := [][]part{ordinaryParts(&p)}
+	ncand := 0
+	if opt.Paired == PairedAuto {
+		var extra [][]part
+		extra, ncand = pairedAssignments(&p)
+		cands = append(cands, extra...)
+	}
+	res := make([]*attempt, len(cands))
+	errs := make([]error, len(cands))
+	var wg sync.WaitGroup
+	for k := range cands {
+		wg.Go(func() { res[k], errs[k] = schedule(&p, cands[k], opt) })
+	}
+	wg.Wait()
+	best := 0
+	for k := range res {
+		if errs[k] != nil {
+			return nil, fmt.Errorf("exchange phase %d: %w", p.ID, errs[k])
 		}
-		pl := pr.place(order, opt.Guard)
-		if pl.horizon < best.horizon {
-			best, bestOrder = pl, order
-			improvements++
-		} else {
-			bestOrder = order // keep exploring from the promoted order
+		if res[k].pl.horizon < res[best].pl.horizon {
+			best = k
 		}
 	}
-	s := &Schedule{Phase: p, LowerBound: pr.lowerBound, Guard: opt.Guard}
-	progs, err := emitAll(pr, best)
+	var cmpr *Comparison
+	if len(res) > 1 {
+		pb := 1
+		for k := 2; k < len(res); k++ {
+			if res[k].pl.horizon < res[pb].pl.horizon {
+				pb = k
+			}
+		}
+		cmpr = &Comparison{Candidates: ncand,
+			OrdinaryHorizon: res[0].pl.horizon, PairedHorizon: res[pb].pl.horizon,
+			OrdinaryBound: res[0].pr.lowerBound, PairedBound: res[pb].pr.lowerBound,
+			UsePaired: best != 0}
+		lg.Info("compared ordinary and paired exchange schedules",
+			"phase", p.ID, "candidates", ncand, "ordinary_horizon", cmpr.OrdinaryHorizon,
+			"paired_horizon", cmpr.PairedHorizon, "use_paired", cmpr.UsePaired)
+	}
+	r := res[best]
+	s := &Schedule{Phase: p, LowerBound: r.pr.lowerBound, Guard: r.guard, PairedSends: r.pr.paired, Compared: cmpr}
+	progs, err := emitAll(r.pr, r.pl)
 	if err != nil {
 		return nil, fmt.Errorf("exchange phase %d: %w", p.ID, err)
 	}
 	s.Tiles = progs
 	for i := range progs {
 		s.Horizon = max(s.Horizon, progs[i].Events)
-	}
-	lg := opt.Logger
-	if lg == nil {
-		lg = slog.Default()
 	}
 	dests := 0
 	for _, t := range p.Transfers {
@@ -239,8 +309,55 @@ func Build(p Phase, opt Options) (*Schedule, error) {
 		"phase", p.ID, "transfers", len(p.Transfers), "destinations", dests,
 		"tiles", len(progs), "endpoint_lower_bound", s.LowerBound,
 		"selected_horizon", s.Horizon, "lower_bound_gap", s.Horizon-s.LowerBound,
-		"passes", passes, "improvements", improvements, "elapsed_ms", time.Since(t0).Milliseconds())
+		"paired_sends", s.PairedSends,
+		"passes", opt.Passes, "improvements", r.improvements, "elapsed_ms", time.Since(t0).Milliseconds())
 	return s, nil
+}
+
+// attempt is one scheduled assignment of a phase's transfers.
+type attempt struct {
+	pr           *problem
+	pl           *placement
+	guard        int
+	improvements int
+}
+
+// schedule places one assignment: several priority orders, then re-placing
+// with the critical tile's transfers promoted.
+func schedule(p *Phase, parts []part, opt Options) (*attempt, error) {
+	pr := newProblem(p, parts)
+	a := &attempt{pr: pr, guard: opt.Guard}
+	if pr.paired > 0 && a.guard == 0 {
+		// A control on a send's first event needs a sendpicp whose second
+		// control is a no-op (encode.go); with paired receives around no
+		// such no-op is safe, so keep controls off first events.
+		a.guard = 1
+	}
+	var bestOrder []int
+	for pass := 0; pass < opt.Passes; pass++ {
+		order, err := pr.order(pass)
+		if err != nil {
+			return nil, err
+		}
+		pl := pr.place(order, a.guard)
+		if a.pl == nil || pl.horizon < a.pl.horizon {
+			a.pl, bestOrder = pl, order
+		}
+	}
+	for it := 0; it < opt.Improve && a.pl.horizon > pr.lowerBound+latencySlack; it++ {
+		order, err := pr.promote(bestOrder, a.pl)
+		if err != nil {
+			break
+		}
+		pl := pr.place(order, a.guard)
+		if pl.horizon < a.pl.horizon {
+			a.pl, bestOrder = pl, order
+			a.improvements++
+		} else {
+			bestOrder = order // keep exploring from the promoted order
+		}
+	}
+	return a, nil
 }
 
 // checkPhase rejects transfers the scheduler cannot place: bad tiles,
@@ -266,6 +383,11 @@ func checkPhase(p *Phase) error {
 		bytes := uint32(4 * t.Words)
 		if t.SrcAddr%4 != 0 || !target.InSRAM(t.SrcAddr, bytes) || t.Words > 1<<20 {
 			return fmt.Errorf("transfer %d: source range 0x%x + %d words misaligned or outside SRAM", i, t.SrcAddr, t.Words)
+		}
+		if t.Paired {
+			if err := checkPaired(i, &t); err != nil {
+				return err
+			}
 		}
 		seen := map[int]bool{}
 		for _, d := range t.Dsts {

@@ -19,43 +19,109 @@ import (
 // Memory-element clashes, the read-before-write order on a tile and the
 // control guard are checked on the candidate and push it later.
 
-// xfer is a transfer with its per-destination timing.
+// xfer is a transfer (or the part of one sent one way: see part) with its
+// per-destination timing. For a paired part n counts 64-bit items, and the
+// timing fields are chosen so that the same arithmetic serves both kinds:
+// the receive window (the first item's mux sample) opens at
+// u0 = ts + 1 + ttm[j] and the first write lands at u0 + lat[j].
 type xfer struct {
-	src   int
-	n     int
-	saddr uint32
-	dsts  []int
-	daddr []uint32
-	ttm   []int // TimeToMux(src, dst)
-	lat   []int // PayloadLatency + 2*row(dst)
-	sctl  int   // direction bits covering every destination
-	crit  int   // max load of its endpoints
+	orig   int  // index of the phase transfer it carries
+	paired bool // 64-bit items through the pair paths
+	size   int  // bytes per item: 4, or 8 when paired
+	src    int
+	n      int // items
+	saddr  uint32
+	dsts   []int
+	daddr  []uint32
+	ttm    []int // ordinary: TimeToMux(src, dst); paired: PairedTimeToMux - 1
+	lat    []int // ordinary: PayloadLatency + 2*row(dst); paired: one more
+	sctl   int   // direction bits covering every destination (+SendPaired)
+	crit   int   // max load of its endpoints
 	// deps[j]: transfers whose source range on dsts[j] overlaps this
 	// transfer's destination range there (they must read first).
 	deps [][]int
 }
 
+// bytes is the length of the transfer's data.
+func (x *xfer) bytes() uint32 { return uint32(x.size * x.n) }
+
+// pad returns the events a receive reserves on a destination's receive
+// path before and after its window [u0, u0+n). A paired receive sets
+// INCOMING_FORMAT one event before its first sample's stage and back two
+// events before its last write, and its writes trail the samples by one
+// more cycle than a word's: one idle event on either side keeps every
+// control of a neighbouring receive on its own event (at most one XPIC and
+// one PIC per event) and the ordinary and paired writes apart.
+func (x *xfer) pad() (pre, post int) {
+	if x.paired {
+		return 1, 1
+	}
+	return 0, 0
+}
+
+// part is what newProblem schedules: all or some destinations (indices
+// into the transfer's Dsts) of a phase transfer, sent one way.
+type part struct {
+	orig   int
+	paired bool
+	dsts   []int
+}
+
 type problem struct {
 	xs         []xfer
 	lowerBound int
-	send, recv []int // words per tile
+	send, recv []int // events per tile (sends include the partner reservation)
 	hasDeps    bool
+	paired     int // paired parts
 }
 
-func newProblem(p *Phase) *problem {
-	pr := &problem{send: make([]int, target.Tiles), recv: make([]int, target.Tiles)}
-	pr.xs = make([]xfer, len(p.Transfers))
+// ordinaryParts sends every transfer of p whole, as 32-bit words unless
+// it asks for paired items.
+func ordinaryParts(p *Phase) []part {
+	parts := make([]part, len(p.Transfers))
 	for i, t := range p.Transfers {
+		parts[i] = part{orig: i, paired: t.Paired, dsts: allDests(len(t.Dsts))}
+	}
+	return parts
+}
+
+func allDests(n int) []int {
+	d := make([]int, n)
+	for i := range d {
+		d[i] = i
+	}
+	return d
+}
+
+func newProblem(p *Phase, parts []part) *problem {
+	pr := &problem{send: make([]int, target.Tiles), recv: make([]int, target.Tiles)}
+	pr.xs = make([]xfer, len(parts))
+	for i, pt := range parts {
+		t := &p.Transfers[pt.orig]
 		x := &pr.xs[i]
-		x.src, x.n, x.saddr = t.Src, t.Words, t.SrcAddr
-		pr.send[t.Src] += t.Words
-		for _, d := range t.Dsts {
+		x.orig, x.paired, x.src, x.saddr = pt.orig, pt.paired, t.Src, t.SrcAddr
+		x.size, x.n = 4, t.Words
+		if pt.paired {
+			x.size, x.n = 8, t.Words/2
+			x.sctl = target.SendPaired
+			pr.send[target.Partner(t.Src)] += x.n
+			pr.paired++
+		}
+		pr.send[t.Src] += x.n
+		for _, k := range pt.dsts {
+			d := t.Dsts[k]
 			x.dsts = append(x.dsts, d.Tile)
 			x.daddr = append(x.daddr, d.Addr)
-			x.ttm = append(x.ttm, target.TimeToMux(t.Src, d.Tile))
-			x.lat = append(x.lat, target.PayloadLatency+2*target.Row(d.Tile))
+			L := target.PayloadLatency + 2*target.Row(d.Tile)
+			if pt.paired {
+				x.ttm = append(x.ttm, target.PairedTimeToMux(t.Src, d.Tile)-1)
+				x.lat = append(x.lat, L+1)
+			} else {
+				x.ttm = append(x.ttm, target.TimeToMux(t.Src, d.Tile))
+				x.lat = append(x.lat, L)
+			}
 			x.sctl |= target.SendDirection(t.Src, d.Tile)
-			pr.recv[d.Tile] += t.Words
+			pr.recv[d.Tile] += x.n
 		}
 	}
 	for t := range pr.send {
@@ -64,12 +130,35 @@ func newProblem(p *Phase) *problem {
 	for i := range pr.xs {
 		x := &pr.xs[i]
 		x.crit = pr.send[x.src]
+		if x.paired {
+			x.crit = max(x.crit, pr.send[target.Partner(x.src)])
+		}
 		for _, d := range x.dsts {
 			x.crit = max(x.crit, pr.recv[d])
 		}
 	}
 	pr.findDeps()
 	return pr
+}
+
+// leader reports whether destination j of a paired part issues the
+// receiving pair's XPIC controls (the pair's source is shared, so only
+// one member does: the one with bit 1 clear, whose value is then the
+// sender itself, as ipu-stack's sender ^ (receiver & 2) also gives).
+func (x *xfer) leader(j int) bool { return x.dsts[j]&2 == 0 }
+
+// ctrlEvents appends destination j's receive control events for a window
+// opening at u0: XPIC open and close and the write pointer; a paired
+// receive also sets INCOMING_FORMAT to 64-bit at its first stage (two
+// events before the first write) and back to 32-bit after its last.
+func (x *xfer) ctrlEvents(dst []int, j, u0 int) []int {
+	if !x.paired {
+		return append(dst, u0, u0+x.n, u0+x.lat[j])
+	}
+	if x.leader(j) {
+		dst = append(dst, u0, u0+x.n)
+	}
+	return append(dst, u0+x.lat[j]-2, u0+x.lat[j], u0+x.n+x.lat[j]-2)
 }
 
 // findDeps records, per tile, which transfers read (as source) a range that
@@ -84,14 +173,14 @@ func (pr *problem) findDeps() {
 	per := map[int][]rng{}
 	for i := range pr.xs {
 		x := &pr.xs[i]
-		per[x.src] = append(per[x.src], rng{x.saddr, x.saddr + uint32(4*x.n), i, -1})
+		per[x.src] = append(per[x.src], rng{x.saddr, x.saddr + x.bytes(), i, -1})
 	}
 	any := false
 	for i := range pr.xs {
 		x := &pr.xs[i]
 		for j, d := range x.dsts {
 			if _, ok := per[d]; ok {
-				per[d] = append(per[d], rng{x.daddr[j], x.daddr[j] + uint32(4*x.n), i, j})
+				per[d] = append(per[d], rng{x.daddr[j], x.daddr[j] + x.bytes(), i, j})
 				any = true
 			}
 		}
@@ -264,6 +353,10 @@ func (pr *problem) promote(ord []int, pl *placement) ([]int, error) {
 		for j, d := range x.dsts {
 			end[d] = max(end[d], pl.ts[i]+1+x.ttm[j]+x.lat[j]+x.n)
 		}
+		if x.paired {
+			p := target.Partner(x.src)
+			end[p] = max(end[p], pl.ts[i]+x.n)
+		}
 	}
 	worst := 0
 	for t := range end {
@@ -273,7 +366,7 @@ func (pr *problem) promote(ord []int, pl *placement) ([]int, error) {
 	}
 	touches := func(i int) bool {
 		x := &pr.xs[i]
-		if x.src == worst {
+		if x.src == worst || x.paired && target.Partner(x.src) == worst {
 			return true
 		}
 		return slices.Contains(x.dsts, worst)
@@ -335,26 +428,35 @@ func (s *ivset) add(lo, hi int) {
 }
 
 // run is a send's reads or a receive's writes: item k at cycle c0+k,
-// address addr+4k.
+// address addr+size*k (size 4, or 8 for paired items; 0 means 4).
 type run struct {
 	c0, n int
 	addr  uint32
+	size  int
+}
+
+func (r run) stride() uint32 {
+	if r.size == 0 {
+		return 4
+	}
+	return uint32(r.size)
 }
 
 // clash reports whether runs a and b touch the same memory element in the
 // same cycle.
 func clash(a, b run) bool {
 	lo, hi := max(a.c0, b.c0), min(a.c0+a.n, b.c0+b.n)
+	sa, sb := a.stride(), b.stride()
 	for c := lo; c < hi; {
-		aa := a.addr + uint32(4*(c-a.c0))
-		ab := b.addr + uint32(4*(c-b.c0))
+		aa := a.addr + sa*uint32(c-a.c0)
+		ab := b.addr + sb*uint32(c-b.c0)
 		ea, eb := target.Element(aa), target.Element(ab)
 		if ea == eb {
 			return true
 		}
 		_, ha, _ := target.ElementBounds(ea)
 		_, hb, _ := target.ElementBounds(eb)
-		c += int(min((ha-aa+3)/4, (hb-ab+3)/4))
+		c += int(min((ha-aa+sa-1)/sa, (hb-ab+sb-1)/sb))
 	}
 	return false
 }
@@ -381,22 +483,30 @@ func (pr *problem) place(order []int, guard int) *placement {
 		return tiles[t]
 	}
 	pl := &placement{ts: make([]int, len(pr.xs))}
+	var evs []int
 	for _, i := range order {
 		x := &pr.xs[i]
 		s := st(x.src)
+		var lane *tileState // the partner's outgoing lane, borrowed by a paired send
+		if x.paired {
+			lane = st(target.Partner(x.src))
+		}
+		pre, post := x.pad()
 		lb := 0
 		for j := range x.dsts {
 			lb = max(lb, -x.ttm[j]) // the window must open at event >= 1
 			for _, r := range depsOf(x, j) {
-				y := &pr.xs[r]
-				lb = max(lb, pl.ts[r]-x.ttm[j]-x.lat[j]+(int(x.daddr[j])-int(y.saddr))/4+1)
+				lb = max(lb, pr.readFirst(x, j, &pr.xs[r], pl.ts[r]))
 			}
 		}
 		ts := lb
 		for {
 			t := s.out.fit(ts+1, x.n) - 1
+			if lane != nil {
+				t = max(t, lane.out.fit(t+1, x.n)-1)
+			}
 			for j, d := range x.dsts {
-				t = max(t, st(d).mux.fit(t+1+x.ttm[j], x.n)-1-x.ttm[j])
+				t = max(t, st(d).mux.fit(t+1+x.ttm[j]-pre, x.n+pre+post)-1-x.ttm[j]+pre)
 			}
 			if t != ts {
 				ts = t
@@ -410,7 +520,10 @@ func (pr *problem) place(order []int, guard int) *placement {
 		}
 		pl.ts[i] = ts
 		s.out.add(ts+1, ts+1+x.n)
-		s.reads = append(s.reads, run{ts + 1, x.n, x.saddr})
+		if lane != nil {
+			lane.out.add(ts+1, ts+1+x.n)
+		}
+		s.reads = append(s.reads, run{ts + 1, x.n, x.saddr, x.size})
 		s.end = max(s.end, ts+x.n)
 		if guard > 0 {
 			s.starts = insertSorted(s.starts, ts+1)
@@ -418,13 +531,14 @@ func (pr *problem) place(order []int, guard int) *placement {
 		for j, d := range x.dsts {
 			ds := st(d)
 			u0 := ts + 1 + x.ttm[j]
-			ds.mux.add(u0, u0+x.n)
-			ds.writes = append(ds.writes, run{u0 + x.lat[j], x.n, x.daddr[j]})
+			ds.mux.add(u0-pre, u0+x.n+post)
+			ds.writes = append(ds.writes, run{u0 + x.lat[j], x.n, x.daddr[j], x.size})
 			ds.end = max(ds.end, u0+x.lat[j]+x.n)
 			if guard > 0 {
-				ds.ctrls = insertSorted(ds.ctrls, u0)
-				ds.ctrls = insertSorted(ds.ctrls, u0+x.n)
-				ds.ctrls = insertSorted(ds.ctrls, u0+x.lat[j])
+				evs = x.ctrlEvents(evs[:0], j, u0)
+				for _, e := range evs {
+					ds.ctrls = insertSorted(ds.ctrls, e)
+				}
 			}
 		}
 	}
@@ -434,6 +548,23 @@ func (pr *problem) place(order []int, guard int) *placement {
 		}
 	}
 	return pl
+}
+
+// readFirst returns the earliest send timeline of x at which its write to
+// destination j comes after reader y (sent at ys) has read every byte the
+// two share: item k of y is read in cycle ys+1+k, item k of x written in
+// cycle ts+1+ttm+lat+k. Both are linear in the address, so checking the
+// first and last shared words suffices.
+func (pr *problem) readFirst(x *xfer, j int, y *xfer, ys int) int {
+	lo := max(x.daddr[j], y.saddr)
+	hi := min(x.daddr[j]+x.bytes(), y.saddr+y.bytes())
+	lb := 0
+	for _, b := range [2]uint32{lo, hi - 4} {
+		rc := ys + 1 + int(b-y.saddr)/y.size
+		wk := int(b-x.daddr[j]) / x.size
+		lb = max(lb, rc-1-x.ttm[j]-x.lat[j]-wk+1)
+	}
+	return lb
 }
 
 func depsOf(x *xfer, j int) []int {
@@ -466,7 +597,7 @@ func anyIn(v []int, lo, hi int) bool {
 // extraOK checks a candidate send timeline against memory-element clashes
 // and the control guard on the source and every destination.
 func (pr *problem) extraOK(x *xfer, ts int, s *tileState, st func(int) *tileState, guard int) bool {
-	r := run{ts + 1, x.n, x.saddr}
+	r := run{ts + 1, x.n, x.saddr, x.size}
 	for _, w := range s.writes {
 		if w.c0 < r.c0+r.n && r.c0 < w.c0+w.n && clash(r, w) {
 			return false
@@ -475,17 +606,18 @@ func (pr *problem) extraOK(x *xfer, ts int, s *tileState, st func(int) *tileStat
 	if guard > 0 && anyIn(s.ctrls, ts+1, ts+1+guard) {
 		return false
 	}
+	var evs [5]int
 	for j, d := range x.dsts {
 		ds := st(d)
 		u0 := ts + 1 + x.ttm[j]
-		w := run{u0 + x.lat[j], x.n, x.daddr[j]}
+		w := run{u0 + x.lat[j], x.n, x.daddr[j], x.size}
 		for _, rr := range ds.reads {
 			if w.c0 < rr.c0+rr.n && rr.c0 < w.c0+w.n && clash(rr, w) {
 				return false
 			}
 		}
 		if guard > 0 {
-			for _, e := range [3]int{u0, u0 + x.n, u0 + x.lat[j]} {
+			for _, e := range x.ctrlEvents(evs[:0], j, u0) {
 				if inGuard(ds.starts, e, guard) {
 					return false
 				}

@@ -189,7 +189,7 @@ func TestValidateGuard(t *testing.T) {
 // checks: emitAll trusts the placement).
 func placed(t *testing.T, p Phase, ts []int) *Schedule {
 	t.Helper()
-	pr := newProblem(&p)
+	pr := newProblem(&p, ordinaryParts(&p))
 	progs, err := emitAll(pr, &placement{ts: ts})
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestValidateClash(t *testing.T) {
 	}}
 	s := build(t, p, Options{})
 	runChip(t, s)
-	pr := newProblem(&p)
+	pr := newProblem(&p, ordinaryParts(&p))
 	u0 := 100 + 1 + pr.xs[0].ttm[0]
 	w0 := u0 + pr.xs[0].lat[0]
 	// Tile 64 sends while its writes land.
@@ -238,7 +238,7 @@ func TestValidateOverlappingWindows(t *testing.T) {
 		{Src: 0, SrcAddr: 0x90000, Words: 100, Dsts: []Dest{{64, 0x80000}}},
 		{Src: 130, SrcAddr: 0x90000, Words: 100, Dsts: []Dest{{64, 0x81000}}},
 	}}
-	pr := newProblem(&p)
+	pr := newProblem(&p, ordinaryParts(&p))
 	// Second window opens 10 events after the first.
 	ts1 := 200 + pr.xs[0].ttm[0] - pr.xs[1].ttm[0] + 10
 	bad := placed(t, p, []int{200, ts1})
@@ -249,7 +249,7 @@ func TestValidateOverlappingWindows(t *testing.T) {
 		{Src: 0, SrcAddr: 0x90000, Words: 100, Dsts: []Dest{{64, 0x80000}}},
 		{Src: 0, SrcAddr: 0x91000, Words: 100, Dsts: []Dest{{130, 0x80000}}},
 	}}
-	if _, err := emitAll(newProblem(&p2), &placement{ts: []int{200, 250}}); err == nil {
+	if _, err := emitAll(newProblem(&p2, ordinaryParts(&p2)), &placement{ts: []int{200, 250}}); err == nil {
 		t.Fatal("rows emitted for overlapping sends of one tile")
 	}
 }
