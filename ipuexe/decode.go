@@ -139,6 +139,7 @@ func (d *decoder) pkg(msg *capnp.Message) *Package {
 	}
 	p := &Package{
 		CompilerVersion: d.text("compilerVersion", root.CompilerVersion),
+		Recipe:          d.text("recipe", root.Recipe),
 		Target:          d.text("target", root.Target),
 		MemoryBase:      root.MemoryBase(),
 		MemorySize:      root.MemorySize(),

@@ -160,6 +160,7 @@ func estimateSize(p *Package, blobs [][]byte) int {
 		}
 	}
 	text(p.CompilerVersion)
+	text(p.Recipe)
 	text(p.Target)
 	n += 16 + 8*len(blobs)
 	for _, b := range blobs {
@@ -231,6 +232,7 @@ func build(msg *capnp.Message, p *Package, blobs [][]byte, refs [][]uint32) erro
 	var b builder
 	root.SetFormatVersion(FormatVersion)
 	b.check(root.SetCompilerVersion(p.CompilerVersion))
+	b.check(root.SetRecipe(p.Recipe))
 	b.check(root.SetTarget(p.Target))
 	root.SetMemoryBase(p.MemoryBase)
 	root.SetMemorySize(p.MemorySize)

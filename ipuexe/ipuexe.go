@@ -79,6 +79,12 @@ type Package struct {
 	// Symbols are debug symbols valid on every tile (the shared runtime);
 	// Tile.Symbols holds those of one tile.
 	Symbols []Symbol
+
+	// Recipe records how the package was built (the compiler writes JSON:
+	// workload, shape flags, tiles, seed), so that a run of the file can
+	// regenerate the same inputs and host reference. The reader does not
+	// interpret it.
+	Recipe string
 }
 
 // Tile is the image of one tile.

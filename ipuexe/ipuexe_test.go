@@ -55,6 +55,7 @@ func testTile(phys uint32) Tile {
 func fullPackage() *Package {
 	ids := []uint32{0, 2, 64}
 	p := &Package{
+		Recipe:          `{"workload":"gemm","m":64}`,
 		CompilerVersion: "ipustack test",
 		Target:          "ipu21",
 		MemoryBase:      target.SRAMBase,
@@ -104,6 +105,7 @@ func fullPackage() *Package {
 // minimalPackage is the least Read accepts: one tile running code.
 func minimalPackage() *Package {
 	return &Package{
+		Recipe:     `{"workload":"gemm","m":64}`,
 		Target:     "ipu21",
 		MemoryBase: target.SRAMBase,
 		MemorySize: target.SRAMEnd - target.SRAMBase,

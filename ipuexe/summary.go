@@ -15,6 +15,9 @@ import (
 func Summary(p *Package) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "package: target %s, compiler %q, format %d\n", p.Target, p.CompilerVersion, FormatVersion)
+	if p.Recipe != "" {
+		fmt.Fprintf(&b, "recipe: %s\n", p.Recipe)
+	}
 	fmt.Fprintf(&b, "tile memory: %s (%d bytes)\n", span(p.MemoryBase, uint64(p.MemorySize)), p.MemorySize)
 
 	// Tiles and segment bytes.

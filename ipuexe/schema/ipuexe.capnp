@@ -34,6 +34,10 @@ struct Package {
   config @11 :List(ConfigWrite);  # device configuration, replayed in order
   profile @12 :Profile;
   symbols @13 :List(Symbol);      # debug symbols valid on every tile
+  # How the package was built (workload, shape flags, tiles, seed ...), as
+  # the compiler wrote it (JSON): lets a run regenerate the same inputs and
+  # host reference. Opaque to the reader.
+  recipe @14 :Text;
 }
 
 struct Tile {
