@@ -105,7 +105,6 @@ func fullPackage() *Package {
 // minimalPackage is the least Read accepts: one tile running code.
 func minimalPackage() *Package {
 	return &Package{
-		Recipe:     `{"workload":"gemm","m":64}`,
 		Target:     "ipu21",
 		MemoryBase: target.SRAMBase,
 		MemorySize: target.SRAMEnd - target.SRAMBase,
