@@ -58,7 +58,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newBuildCmd(), newVersionCmd(), newDiagnoseCmd(), newExchangeCmd())
+	root.AddCommand(newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newBuildCmd(), newVersionCmd(), newDiagnoseCmd(), newExchangeCmd(), newProfileCmd())
 	return root
 }
 
