@@ -1,6 +1,7 @@
 package asm
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"sort"
@@ -67,6 +68,16 @@ func newCPP(opts Options, errs *errSink) *cpp {
 func (p *cpp) file(name string, src []byte) {
 	if len(p.stack) >= maxIncludeDepth {
 		p.errs.add(srcPos{name, 1, 1}, "#include nested more than %d deep", maxIncludeDepth)
+		return
+	}
+	if i := bytes.IndexByte(src, 0); i >= 0 {
+		// Source text has no NUL bytes; a file with one is an object, an
+		// executable or other binary data given by mistake. One error says
+		// so, instead of hundreds about the bytes.
+		line := 1 + bytes.Count(src[:i], []byte{'\n'})
+		col := i - (bytes.LastIndexByte(src[:i], '\n') + 1) + 1
+		p.errs.add(srcPos{name, line, col}, "not assembly source: %s (a NUL byte at offset %d)", binaryKind(src), i)
+		p.failed = true
 		return
 	}
 	p.stack = append(p.stack, name)
@@ -489,4 +500,17 @@ func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
 		}
 	}
 	return out
+}
+
+// binaryKind names the kind of a binary file for an error message.
+func binaryKind(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x7fELF")):
+		return "an ELF object or executable"
+	case bytes.HasPrefix(b, []byte("IPUEXE")):
+		return "an application package (.ipuexe)"
+	case bytes.HasPrefix(b, []byte("IPUPROF")):
+		return "a profile"
+	}
+	return "binary data"
 }

@@ -105,7 +105,8 @@ type Options struct {
 	// LockPath is the ownership lock file (lock.ResolvePath: default
 	// lock.DefaultPath or $IPUSTACK_DEVICE_LOCK).
 	LockPath string
-	// LockWait is how long to wait for another owner (0: fail at once).
+	// LockWait is how long to wait for another owner (0: fail at once; a
+	// negative value waits until ctx is done, as lock.Options.Wait).
 	LockWait time.Duration
 	// NoLock skips ownership, for tests that make many emulated devices.
 	NoLock bool

@@ -61,10 +61,14 @@ func readRaw(name string, data []byte) (*rawFile, error) {
 		return nil, f.errorf("file is %d bytes, shorter than an ELF32 header (%d bytes)", len(data), ehdrSize)
 	}
 	if !bytes.Equal(data[:4], []byte{0x7f, 'E', 'L', 'F'}) {
-		return nil, f.errorf("not an ELF file (magic % x)", data[:4])
+		return nil, f.errorf("not an ELF file (magic % x)%s", data[:4], otherKind(data))
 	}
 	if data[4] != 1 {
-		return nil, f.errorf("EI_CLASS is %d, want 1 (ELFCLASS32)", data[4])
+		hint := ""
+		if data[4] == 2 {
+			hint = ": a 64-bit ELF file, not a Colossus IPU one"
+		}
+		return nil, f.errorf("EI_CLASS is %d, want 1 (ELFCLASS32)%s", data[4], hint)
 	}
 	if data[5] != 1 {
 		return nil, f.errorf("EI_DATA is %d, want 1 (ELFDATA2LSB, little-endian)", data[5])
@@ -266,9 +270,25 @@ func Parse(name string, data []byte) (*Object, error) {
 		return nil, err
 	}
 	if f.typ != etRel {
-		return nil, f.errorf("e_type is %d (%s), want 1 (ET_REL)", f.typ, typeNames[f.typ])
+		hint := ""
+		if f.typ == etExec {
+			hint = ": a linked executable, not an object from ipu asm"
+		}
+		return nil, f.errorf("e_type is %d (%s), want 1 (ET_REL)%s", f.typ, typeNames[f.typ], hint)
 	}
 	return f.object()
+}
+
+// otherKind names the ipustack file kinds that are not ELF, for the error
+// of a file given to the wrong command.
+func otherKind(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte("IPUEXE")):
+		return ": it is an application package (.ipuexe); see ipu inspect"
+	case bytes.HasPrefix(data, []byte("IPUPROF")):
+		return ": it is a profile; see ipu profile query"
+	}
+	return ""
 }
 
 func (f *rawFile) object() (*Object, error) {

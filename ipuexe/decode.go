@@ -54,7 +54,7 @@ func Read(data []byte) (*Package, error) {
 func Decode(data []byte) (*Package, error) {
 	if len(data) < len(Magic) || !bytes.Equal(data[:len(Magic)], []byte(Magic)) {
 		n := min(len(data), len(Magic))
-		return nil, fmt.Errorf("%w: magic %q, want %q", ErrMagic, data[:n], Magic)
+		return nil, fmt.Errorf("%w: magic %q, want %q%s", ErrMagic, data[:n], Magic, otherKind(data))
 	}
 	if len(data) < HeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrTruncated, len(data), HeaderSize)
@@ -383,4 +383,16 @@ func (d *decoder) profile(cp schema.Profile, pr *Profile) {
 			}
 		}
 	}
+}
+
+// otherKind names the file kinds ipustack knows, for the error of a file
+// given to the wrong command.
+func otherKind(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte("\x7fELF")):
+		return ": it is an ELF file; see ipu objdump"
+	case bytes.HasPrefix(data, []byte("IPUPROF")):
+		return ": it is a profile; see ipu profile query"
+	}
+	return ""
 }

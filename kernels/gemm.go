@@ -22,10 +22,17 @@ import "fmt"
 // 32n-8 <= 4096 bytes, the reach of a pace stride field.
 const GemmMaxRows = 768
 
+// GemmMaxDim bounds k and c. A larger k or c cannot fit in a tile (the
+// right panel alone is k*c*2 bytes of its 416 KiB of interleaved memory),
+// and the bound keeps the kernel's loop counts within its 20-bit immediates
+// and the operand sizes far from overflow, so that a huge value is reported
+// as a bad parameter rather than by the assembler.
+const GemmMaxDim = 1 << 16
+
 func gemmParams(cols int) []Param {
 	return []Param{
-		{Name: "k", Default: 240, Doc: "inner dimension (multiple of 16)", Check: multipleOf(16)},
-		{Name: "c", Default: 48, Doc: fmt.Sprintf("output columns (multiple of %d)", cols), Check: multipleOf(cols)},
+		{Name: "k", Default: 240, Doc: "inner dimension (multiple of 16)", Check: multipleUpTo(16, GemmMaxDim)},
+		{Name: "c", Default: 48, Doc: fmt.Sprintf("output columns (multiple of %d)", cols), Check: multipleUpTo(cols, GemmMaxDim)},
 		{Name: "r", Default: 232, Doc: fmt.Sprintf("output rows (1..%d)", GemmMaxRows), Check: func(v int, _ Params) error {
 			if v <= 0 || v > GemmMaxRows {
 				return fmt.Errorf("must be in 1..%d", GemmMaxRows)

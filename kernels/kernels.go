@@ -163,11 +163,11 @@ func SourceText(file string) ([]byte, error) {
 // places them.
 const maxOperandBytes = 192 << 10
 
-// multipleOf is a common parameter check.
-func multipleOf(n int) func(int, Params) error {
+// multipleUpTo checks for a positive multiple of n no larger than max.
+func multipleUpTo(n, max int) func(int, Params) error {
 	return func(v int, _ Params) error {
-		if v <= 0 || v%n != 0 {
-			return fmt.Errorf("must be a positive multiple of %d", n)
+		if v <= 0 || v%n != 0 || v > max {
+			return fmt.Errorf("must be a positive multiple of %d up to %d", n, max)
 		}
 		return nil
 	}

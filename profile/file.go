@@ -263,7 +263,7 @@ func Read(data []byte) (*Profile, error) {
 func Decode(data []byte) (*Profile, error) {
 	if len(data) < len(Magic) || !bytes.Equal(data[:len(Magic)], []byte(Magic)) {
 		n := min(len(data), len(Magic))
-		return nil, fmt.Errorf("%w: magic %q, want %q", ErrMagic, data[:n], Magic)
+		return nil, fmt.Errorf("%w: magic %q, want %q%s", ErrMagic, data[:n], Magic, otherKind(data))
 	}
 	if len(data) < HeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrTruncated, len(data), HeaderSize)
@@ -488,4 +488,16 @@ func decode(content []byte) (*Profile, error) {
 
 func getGrid(c schema.Grid) Grid {
 	return Grid{Rows: int(c.Rows()), Cols: int(c.Cols()), Inner: int(c.Inner())}
+}
+
+// otherKind names the file kinds ipustack knows, for the error of a file
+// given to the wrong command.
+func otherKind(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte("\x7fELF")):
+		return ": it is an ELF file; see ipu objdump"
+	case bytes.HasPrefix(data, []byte("IPUEXE")):
+		return ": it is an application package (.ipuexe); see ipu inspect"
+	}
+	return ""
 }

@@ -165,6 +165,9 @@ func (p *Profile) Run(q Query) (*Result, error) {
 	if q.Limit < 0 {
 		return nil, fmt.Errorf("limit %d is negative", q.Limit)
 	}
+	if err := p.checkFilters(q); err != nil {
+		return nil, err
+	}
 	groups := map[string][]span{}
 	var all []span
 	for t := range p.Steps {
@@ -194,6 +197,85 @@ func (p *Profile) Run(q Query) (*Result, error) {
 		r.Groups = r.Groups[:q.Limit]
 	}
 	return r, nil
+}
+
+// checkFilters rejects filters that cannot match anything in p because
+// they name a tile, exchange phase, kernel or operation the profile does not
+// have: most likely a typo, which would otherwise print an empty table as
+// if it were an answer.
+func (p *Profile) checkFilters(q Query) error {
+	if n := p.Tiles(); q.TileLo > 0 && q.TileLo >= n {
+		if n == 0 {
+			return fmt.Errorf("tiles from %d: the profile has no tiles", q.TileLo)
+		}
+		return fmt.Errorf("tiles from %d: the profile has %d tiles (0..%d)", q.TileLo, n, n-1)
+	}
+	if len(q.Phases) > 0 {
+		ids := map[int]bool{}
+		for _, ph := range p.Phases {
+			ids[ph.ID] = true
+		}
+		for _, steps := range p.Steps {
+			for _, s := range steps {
+				if s.Phase != NoPhase {
+					ids[s.Phase] = true
+				}
+			}
+		}
+		for _, id := range q.Phases {
+			if !ids[id] {
+				return fmt.Errorf("phase %d: the profile has no such exchange phase (phases: %s)", id, joinSorted(ids, strconv.Itoa))
+			}
+		}
+	}
+	check := func(what string, want []string, name func(Step) string) error {
+		if len(want) == 0 {
+			return nil
+		}
+		have := map[string]bool{}
+		for _, steps := range p.Steps {
+			for _, s := range steps {
+				if n := name(s); n != "" {
+					have[n] = true
+				}
+			}
+		}
+		for _, w := range want {
+			if !have[w] {
+				return fmt.Errorf("%s %q: no step of the profile has it (%ss: %s)", what, w, what, joinSorted(have, func(s string) string { return s }))
+			}
+		}
+		return nil
+	}
+	if err := check("kernel", q.Kernels, func(s Step) string { return s.Kernel }); err != nil {
+		return err
+	}
+	return check("operation", q.Operations, func(s Step) string { return s.Operation })
+}
+
+// joinSorted lists a set's members in order, or "none".
+func joinSorted[K cmp.Ordered](set map[K]bool, str func(K) string) string {
+	keys := make([]K, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return "none"
+	}
+	slices.Sort(keys)
+	const maxListed = 20
+	var b strings.Builder
+	for i, k := range keys {
+		if i == maxListed {
+			fmt.Fprintf(&b, ", ... %d more", len(keys)-maxListed)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(str(k))
+	}
+	return b.String()
 }
 
 // sortFunc orders groups by the named column, ties by key.

@@ -124,6 +124,7 @@ func TestQueryErrors(t *testing.T) {
 	p := small(t)
 	for _, q := range []Query{
 		{GroupBy: "color"}, {SortBy: "vibes"}, {TileLo: 3, TileHi: 2}, {TileLo: -1}, {Limit: -1},
+		{TileLo: 1000}, {Phases: []int{99}}, {Kernels: []string{"nosuch"}}, {Operations: []string{"nosuch"}},
 	} {
 		if _, err := p.Run(q); err == nil {
 			t.Errorf("%+v accepted", q)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,18 +29,43 @@ func newAsmCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, dir := range includes {
+				fi, err := os.Stat(dir)
+				if err != nil {
+					return fmt.Errorf("-I %s: %w", dir, pathErrCause(err))
+				}
+				if !fi.IsDir() {
+					return fmt.Errorf("-I %s: not a directory", dir)
+				}
+			}
 			if out == "" {
 				out = strings.TrimSuffix(src, filepath.Ext(src)) + ".o"
 			}
 			if err := refuseOverwrite(out, src); err != nil {
 				return err
 			}
+			if err := checkOutput(out); err != nil {
+				return err
+			}
 			text, err := os.ReadFile(src)
 			if err != nil {
 				return err
 			}
-			obj, err := asm.Assemble(src, text, asm.Options{Defines: defs, IncludeDirs: includes})
+			// Record the files #include reads: the output must not replace
+			// one of them either.
+			var read []string
+			readFile := func(path string) ([]byte, error) {
+				b, err := os.ReadFile(path)
+				if err == nil {
+					read = append(read, path)
+				}
+				return b, err
+			}
+			obj, err := asm.Assemble(src, text, asm.Options{Defines: defs, IncludeDirs: includes, ReadFile: readFile})
 			if err != nil {
+				return err
+			}
+			if err := refuseOverwrite(out, read...); err != nil {
 				return err
 			}
 			data, err := obj.Marshal()
@@ -83,44 +111,106 @@ func isIdent(s string) bool {
 	return true
 }
 
-// refuseOverwrite stops an output path from clobbering one of the inputs.
+// refuseOverwrite stops an output path from clobbering one of the inputs,
+// whether it names the input directly, through another spelling of the path
+// or through a symbolic or hard link.
 func refuseOverwrite(out string, inputs ...string) error {
 	ao, err := filepath.Abs(out)
 	if err != nil {
-		return err
+		return fmt.Errorf("output %s: %w", out, err)
 	}
+	oi, statErr := os.Stat(out)
 	for _, in := range inputs {
 		ai, err := filepath.Abs(in)
 		if err != nil {
-			return err
+			return fmt.Errorf("input %s: %w", in, err)
 		}
-		if ai == ao {
+		same := ai == ao
+		if !same && statErr == nil {
+			if ii, err := os.Stat(in); err == nil && os.SameFile(oi, ii) {
+				same = true
+			}
+		}
+		if same {
 			return fmt.Errorf("output %s would overwrite the input %s; choose another -o", out, in)
 		}
 	}
 	return nil
 }
 
+// checkOutput reports, before any work is done, an output path that cannot
+// be written: a directory, or a file in a directory that does not exist.
+func checkOutput(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("output %s is a directory; -o wants a file name", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("output %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("output %s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("output %s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
 // writeFileAtomic writes through a temporary file in the same directory so a
-// failed write never leaves a truncated output behind.
+// failed write never leaves a truncated output behind. Errors name path,
+// never the temporary file.
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic is writeFileAtomic for output produced by write, which may
+// fail half way: the previous content of path, if any, is then kept.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	if err := checkOutput(path); err != nil {
 		return err
 	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: cannot create a file in %s: %w", path, filepath.Dir(path), pathErrCause(err))
+	}
 	name := tmp.Name()
-	if _, err := tmp.Write(data); err != nil {
+	fail := func(err error) error {
 		tmp.Close()
 		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
+	}
+	if err := write(tmp); err != nil {
+		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, pathErrCause(err))
 	}
 	if err := os.Chmod(name, 0o644); err != nil {
 		os.Remove(name)
-		return err
+		return fmt.Errorf("write %s: %w", path, pathErrCause(err))
 	}
-	return os.Rename(name, path)
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, pathErrCause(err))
+	}
+	return nil
+}
+
+// pathErrCause strips the operation and (temporary) path from an
+// *fs.PathError or *os.LinkError, leaving e.g. "permission denied".
+func pathErrCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }

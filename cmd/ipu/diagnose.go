@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ipustack/ipustack/device"
@@ -39,6 +40,12 @@ It prints PASS, or each differing word (tile, address, expected, got; at most 20
 lines, then a count) and exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dev == "" {
+				return fmt.Errorf("diagnose: --device \"\": want a device backend (known: %s)", strings.Join(device.Names(), ", "))
+			}
+			if lockWait < 0 {
+				return fmt.Errorf("diagnose: --lock-wait %v: want a duration >= 0", lockWait)
+			}
 			out := cmd.OutOrStdout()
 			start := time.Now()
 			d, err := diag.Build(tiles)

@@ -24,6 +24,10 @@ const (
 	gapAllowance = 200
 )
 
+// maxPasses bounds --passes: each pass schedules every phase once more, so
+// an absurd count would run for days rather than fail.
+const maxPasses = 1 << 16
+
 func newExchangeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exchange",
@@ -53,6 +57,9 @@ BuildAll takes for all phases together (phases in parallel, GOMAXPROCS
 workers). It exits 1 when a phase misses the target.`, gapFactor, gapAllowance),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if passes < 0 || passes > maxPasses {
+				return fmt.Errorf("exchange bench: --passes %d: want 0 (the default) or 1..%d", passes, maxPasses)
+			}
 			opt := exchange.Options{Passes: passes, Improve: improve,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			switch paired {

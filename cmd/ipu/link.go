@@ -31,6 +31,9 @@ out-of-range relocations and images that do not fit are reported by name.`,
 			if err := refuseOverwrite(out, args...); err != nil {
 				return err
 			}
+			if err := checkOutput(out); err != nil {
+				return err
+			}
 			objs := make([]*elf.Object, 0, len(args))
 			for _, path := range args {
 				data, err := os.ReadFile(path)

@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,20 @@ operation or phase are grouped under their kind in parentheses.`,
   ipu profile query run.prof --group-by operation --tiles 0:64 --phase 2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(profile.GroupBys, q.GroupBy) {
+				return fmt.Errorf("--group-by %q: want one of %s", q.GroupBy, strings.Join(profile.GroupBys, ", "))
+			}
+			if !slices.Contains(profile.SortBys, q.SortBy) {
+				return fmt.Errorf("--sort-by %q: want one of %s", q.SortBy, strings.Join(profile.SortBys, ", "))
+			}
+			if q.Limit < 0 {
+				return fmt.Errorf("--limit %d: want 0 (all groups) or more", q.Limit)
+			}
+			for _, ph := range phases {
+				if ph < 0 {
+					return fmt.Errorf("--phase %d: exchange phase ids are 0 or more", ph)
+				}
+			}
 			p, err := profile.ReadFile(args[0])
 			if err != nil {
 				return err
@@ -68,7 +83,7 @@ operation or phase are grouped under their kind in parentheses.`,
 			}
 			r, err := p.Run(q)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			w := bufio.NewWriter(cmd.OutOrStdout())
 			if asJSON {
@@ -135,24 +150,26 @@ with search, filters, tooltips and a details panel.`,
 			if out == "" {
 				return errors.New("render: -o REPORT.html is required")
 			}
+			if err := refuseOverwrite(out, args[0]); err != nil {
+				return err
+			}
+			if err := checkOutput(out); err != nil {
+				return err
+			}
 			p, err := profile.ReadFile(args[0])
 			if err != nil {
 				return err
 			}
-			f, err := os.Create(out)
-			if err != nil {
-				return err
-			}
-			w := bufio.NewWriter(f)
-			if err := report.Render(w, p); err != nil {
-				f.Close()
-				return err
-			}
-			if err := w.Flush(); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
+			return writeAtomic(out, func(f io.Writer) error {
+				w := bufio.NewWriter(f)
+				if err := report.Render(w, p); err != nil {
+					return fmt.Errorf("render %s: %w", args[0], err)
+				}
+				if err := w.Flush(); err != nil {
+					return fmt.Errorf("write %s: %w", out, pathErrCause(err))
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the HTML file to write")
@@ -215,7 +232,11 @@ compiler writes real profiles; see docs/PROFILE.md.`,
 			if tiles < 1 || tiles > profile.MaxTiles {
 				return fmt.Errorf("--tiles %d: want 1..%d", tiles, profile.MaxTiles)
 			}
-			return profile.Synthetic(tiles, seed).WriteFile(out)
+			data, err := profile.Synthetic(tiles, seed).Marshal()
+			if err != nil {
+				return err
+			}
+			return writeFileAtomic(out, data)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the profile file to write")

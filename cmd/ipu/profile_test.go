@@ -77,8 +77,8 @@ func TestProfileErrors(t *testing.T) {
 	}{
 		{[]string{"profile", "query", junk}, "not an ipustack profile"},
 		{[]string{"profile", "query", filepath.Join(dir, "missing")}, "no such file"},
-		{[]string{"profile", "query", good, "--group-by", "colour"}, "group by \"colour\""},
-		{[]string{"profile", "query", good, "--sort-by", "x"}, "sort by \"x\""},
+		{[]string{"profile", "query", good, "--group-by", "colour"}, "--group-by \"colour\""},
+		{[]string{"profile", "query", good, "--sort-by", "x"}, "--sort-by \"x\""},
 		{[]string{"profile", "query", good, "--kind", "nap"}, "unknown step kind"},
 		{[]string{"profile", "query", good, "--tiles", "9:3"}, "--tiles \"9:3\""},
 		{[]string{"profile", "query", good, "--tiles", "x"}, "--tiles \"x\""},
