@@ -14,7 +14,7 @@ import (
 // gapTarget is issue 6's quality target: horizon <= 1.05 x bound + 200.
 // The allowance covers fabric latency no order can hide: one transfer of
 // n words ends n + 165 events after the sync at worst (TestLatencyAllowance).
-func gapTarget(bound int) int { return bound + bound/20 + 200 }
+func gapTarget(bound int) int { return TargetHorizon(bound) }
 
 // TestLatencyAllowance: the worst single transfer's latency (window at
 // max(1, 1 + ttm), last write L + n later) over all tile pairs, ordinary
@@ -292,11 +292,12 @@ func gapPhase(seed uint64, ntiles int, multicast bool) Phase {
 // TestRandomGap: randomised phases of 8 to 1472 tiles, point to point and
 // multicast: scheduled (paired auto), validated, run on the emulator word
 // by word, and each horizon held against its bound. Point-to-point phases
-// of 64 tiles and more must meet issue 6's target. Random multicast
-// cannot in general: transfers that pairwise share a receiver must run one
-// after another whatever the order (three of n words on receivers {a,b},
-// {b,c}, {a,c} need 3n events against an endpoint bound of 2n), so for
-// them the test only bounds the gap at 50 % + 200 and logs it.
+// of 64 tiles and more must meet issue 6's target (TargetHorizon).
+// Random multicast cannot in general: transfers that pairwise share a
+// receiver must run one after another whatever the order (three of n
+// words on receivers {a,b}, {b,c}, {a,c} need 3n events against an
+// endpoint bound of 2n), so for them the test bounds the gap at 25 % +
+// 200 and logs it (TestMulticastGapDistribution has the distribution).
 func TestRandomGap(t *testing.T) {
 	sizes := []int{8, 16, 64, 256, 1472}
 	if testing.Short() {
@@ -313,8 +314,8 @@ func TestRandomGap(t *testing.T) {
 				switch {
 				case !mc && n >= 64 && s.Horizon > gapTarget(s.LowerBound):
 					t.Errorf("%d tiles point to point seed %d: horizon %d over target %d", n, seed, s.Horizon, gapTarget(s.LowerBound))
-				case s.Horizon > s.LowerBound*3/2+200:
-					t.Errorf("%d tiles multicast=%v seed %d: horizon %d over 1.5 x bound + 200", n, mc, seed, s.Horizon)
+				case s.Horizon > s.LowerBound*5/4+200:
+					t.Errorf("%d tiles multicast=%v seed %d: horizon %d over 1.25 x bound + 200", n, mc, seed, s.Horizon)
 				}
 			}
 		}
