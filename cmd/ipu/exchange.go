@@ -12,18 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Allowance of the exchange quality target (issue 6): a phase's horizon
-// should be at most GapFactor x its endpoint lower bound plus
-// GapAllowance events. The allowance covers the fabric latency no order of
-// sends can hide: a phase of one transfer of n words ends n + 165 events
-// after its sync at worst (window opening at 1 + ttm <= 113, first write
-// 52 + 2*row <= 96 events later, over every pair of tiles), and 200 leaves
-// room for the guard and control spacing at the ends of a row.
-const (
-	gapFactor    = 1.05
-	gapAllowance = 200
-)
-
 // maxPasses bounds --passes: each pass schedules every phase once more, so
 // an absurd count would run for days rather than fail.
 const maxPasses = 1 << 16
@@ -51,10 +39,12 @@ func newExchangeBenchCmd() *cobra.Command {
 ipu build --export-exchange DIR or exchange.WriteSnapshotFile), schedules every
 phase and prints per phase: transfers, destinations, endpoint lower bound,
 horizon, gap (horizon over bound, %%), whether the horizon meets the target
-horizon <= %.2f x bound + %d events, the paired sends used, and the
+exchange.TargetHorizon(bound) = bound + bound/20 + 200 events (the allowance
+covers the fabric latency no order of sends can hide: at most 165 events for
+one transfer over every pair of tiles), the paired sends used, and the
 milliseconds Build took for the phase alone. The last line is the time
 BuildAll takes for all phases together (phases in parallel, GOMAXPROCS
-workers). It exits 1 when a phase misses the target.`, gapFactor, gapAllowance),
+workers). It exits 1 when a phase misses the target.`),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if passes < 0 || passes > maxPasses {
@@ -111,7 +101,7 @@ workers). It exits 1 when a phase misses the target.`, gapFactor, gapAllowance),
 					gap = 100 * float64(s.Horizon-s.LowerBound) / float64(s.LowerBound)
 				}
 				ok := "ok"
-				if float64(s.Horizon) > gapFactor*float64(s.LowerBound)+gapAllowance {
+				if s.Horizon > exchange.TargetHorizon(s.LowerBound) {
 					ok = "MISS"
 					missed++
 				}
@@ -135,7 +125,7 @@ workers). It exits 1 when a phase misses the target.`, gapFactor, gapAllowance),
 			}
 			fmt.Fprintf(out, "all %d phases (BuildAll, GOMAXPROCS=%d): %.1f ms\n", len(phases), runtime.GOMAXPROCS(0), time.Since(t0).Seconds()*1000)
 			if missed > 0 {
-				fmt.Fprintf(out, "%d phase(s) miss horizon <= %.2f x bound + %d\n", missed, gapFactor, gapAllowance)
+				fmt.Fprintf(out, "%d phase(s) miss horizon <= bound + bound/20 + 200\n", missed)
 				return exitError{1}
 			}
 			return nil
