@@ -39,8 +39,8 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&w.flags.MLP.Tokens, "tokens", graph.DefaultMLP.Tokens, "mlp: tokens per batch item")
 	fs.IntVar(&w.flags.MLP.Dim, "dim", graph.DefaultMLP.Dim, "mlp: model dimension")
 	fs.IntVar(&w.flags.MLP.Hidden, "hidden", graph.DefaultMLP.Hidden, "mlp: hidden dimension")
-	fs.IntVar(&w.flags.MLP.Blocks, "blocks", graph.DefaultMLP.Blocks, "mlp: blocks (v0 compiles 1)")
-	fs.BoolVar(&w.flags.MLP.Biases, "biases", false, "mlp: with biases (not supported by v0 yet)")
+	fs.IntVar(&w.flags.MLP.Blocks, "blocks", graph.DefaultMLP.Blocks, "mlp: blocks (each block's output is the next one's input)")
+	fs.BoolVar(&w.flags.MLP.Biases, "biases", false, "mlp: with biases (b1 after the first, b2 after the second GEMM of each block)")
 	fs.Uint64Var(&w.flags.Seed, "seed", 0, "data seed of inputs and weights")
 	fs.BoolVar(&w.noCache, "no-kernel-cache", false, "assemble kernels without the on-disk cache")
 }

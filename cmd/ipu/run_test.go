@@ -108,7 +108,8 @@ func TestBuildRunBadFlags(t *testing.T) {
 		{[]string{"build", "--tiles", "1473", "-o", out}, "--tiles must be 1..1472"},
 		{[]string{"build", "--tiles", "0", "-o", out}, "--tiles must be 1..1472"},
 		{[]string{"build", "--workload", "gemm"}, "-o FILE.ipuexe is required"},
-		{[]string{"build", "--workload", "mlp", "--blocks", "2", "--tokens", "8", "--dim", "16", "--hidden", "16", "--tiles", "4", "-o", out}, "not supported yet"},
+		{[]string{"build", "--workload", "mlp", "--blocks", "1000", "--tokens", "8", "--dim", "1024", "--hidden", "1024", "--tiles", "4", "-o", out}, "does not fit"},
+		{[]string{"build", "--workload", "mlp", "--batch", "0", "-o", out}, "--batch must be positive"},
 		{[]string{"build", "--target", "ipu9", "-o", out}, "unknown target"},
 		{[]string{"run", "--workload", "gemm", "--n", "-1"}, "--n must be positive"},
 		{[]string{"run", "--tiles", "5000"}, "--tiles must be 1..1472"},
@@ -124,5 +125,27 @@ func TestBuildRunBadFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a failed build wrote its output")
+	}
+}
+
+// TestRunMLPBlocksBiases: a chain of blocks with biases, shapes not
+// multiples of 16, through the CLI.
+func TestRunMLPBlocksBiases(t *testing.T) {
+	t.Setenv("IPUSTACK_DEVICE_LOCK", filepath.Join(t.TempDir(), "lock"))
+	code, out, errs := ipu(t, "run", "--no-kernel-cache", "--workload", "mlp", "--blocks", "2", "--biases",
+		"--batch", "2", "--tokens", "37", "--dim", "72", "--hidden", "150", "--tiles", "32")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	m := metricsOf(t, strings.TrimSpace(out))
+	if m["numericalTest"] != "PASS" || m["workload"] != "siglip-mlp-f16-b2-t37-d72-h150-n2-bias" {
+		t.Errorf("metrics %v", m)
+	}
+	// 2 x (72x150 + 150x72 + 150 + 72) f16 values.
+	if m["weightBytes"] != "87288" {
+		t.Errorf("weightBytes %s", m["weightBytes"])
+	}
+	if !strings.Contains(errs, "row_chunks=") || !strings.Contains(errs, "blocks=2") {
+		t.Errorf("the plan log lacks the fit choices:\n%s", errs)
 	}
 }

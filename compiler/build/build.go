@@ -47,6 +47,11 @@ type Config struct {
 	Logger *slog.Logger
 	// CompilerVersion is recorded in the package.
 	CompilerVersion string
+	// Force overrides the planner's choices (tests: ForceR, ForceC,
+	// ForceQ, ForceStream; Tiles and Fits are the recipe's and ignored
+	// here). A package built with it cannot be run from its recipe alone:
+	// pass the Result's graph and plan to Run.
+	Force low.Options
 }
 
 // Result is a compiled workload.
@@ -79,6 +84,10 @@ func (r Recipe) Validate() error {
 
 // Prepare builds the graph and the v0 plan of a recipe (cheap: no code).
 func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
+	return prepare(r, log, low.Options{})
+}
+
+func prepare(r Recipe, log *slog.Logger, force low.Options) (*graph.Graph, *low.Plan, error) {
 	if err := r.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -90,16 +99,25 @@ func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pl, err := low.Lower(p, low.Options{Tiles: r.Tiles, Fits: place.Fits})
+	opts := force
+	opts.Tiles, opts.Fits = r.Tiles, place.Fits
+	pl, err := low.Lower(p, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	if log != nil {
 		gr := &pl.Grid
-		log.Info("v0 plan", "kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "grid_rows", gr.R, "grid_cols", gr.C,
-			"active_tiles", gr.R*gr.C, "rows_per_tile", gr.Rows(0), "cols_per_tile", gr.Cols(0),
-			"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
-			"reduce_cycles", pl.Estimate.Reduce, "elementwise_cycles", pl.Estimate.Elementwise)
+		attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "grid_rows", gr.R, "grid_cols", gr.C,
+			"active_tiles", gr.R * gr.C, "rows_per_tile", gr.Rows(0), "cols_per_tile", gr.Cols(0)}
+		if p.Kind == low.KindMLP {
+			// The fit choices: row chunks per tile (each chunk's panel
+			// gathered through the exchange), streamed or resident weights.
+			attrs = append(attrs, "blocks", len(p.Blocks), "biases", p.Biases, "row_chunks", gr.Q,
+				"chunk_rows", gr.ChunkRows(0), "streamed_weights", gr.Stream, "column_major_tiles", gr.ColMajor)
+		}
+		attrs = append(attrs, "estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
+			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
+		log.Info("v0 plan", attrs...)
 	}
 	return g, pl, nil
 }
@@ -126,7 +144,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 	}{
 		{"construct_low", func() error {
 			var err error
-			res.Graph, res.Plan, err = Prepare(cfg.Recipe, log)
+			res.Graph, res.Plan, err = prepare(cfg.Recipe, log, cfg.Force)
 			if err != nil {
 				return err
 			}

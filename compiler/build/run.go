@@ -94,10 +94,21 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	t0 := time.Now()
 	in := g.Node(p.Input)
 	x := in.DataF16()
-	inputs := map[string][]byte{p.Input: packInput(pl, x)}
-	weights := map[string][]byte{p.W1: packW1(pl, g.Node(p.W1).DataF16())}
+	inputs := map[string][]byte{}
+	weights := map[string][]byte{}
 	if p.Kind == low.KindMLP {
-		weights[p.W2] = packW2(pl, g.Node(p.W2).DataF16())
+		inputs[p.Input] = packActivations(pl, x)
+		for _, blk := range p.Blocks {
+			weights[blk.W1] = packW1(pl, g.Node(blk.W1).DataF16())
+			weights[blk.W2] = packW2(pl, g.Node(blk.W2).DataF16())
+			if p.Biases {
+				weights[blk.B1] = packB1(pl, g.Node(blk.B1).DataF16())
+				weights[blk.B2] = packB2(pl, g.Node(blk.B2).DataF16())
+			}
+		}
+	} else {
+		inputs[p.Input] = packInput(pl, x)
+		weights[p.W1] = packW1(pl, g.Node(p.W1).DataF16())
 	}
 	log.Info("prepared reference inputs", "elapsed_ms", time.Since(t0).Milliseconds())
 	t1 := time.Now()
@@ -144,9 +155,11 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 		m.EfficiencyPercent = 100 * m.EffectiveGemmTflops / m.PeakTflops
 	}
 	m.InputBytes = int64(2 * in.Shape.Elements())
-	for _, w := range []string{p.W1, p.W2} {
-		if w != "" {
-			m.WeightBytes += int64(2 * g.Node(w).Shape.Elements())
+	for _, blk := range p.Blocks {
+		for _, w := range []string{blk.W1, blk.W2, blk.B1, blk.B2} {
+			if w != "" {
+				m.WeightBytes += int64(2 * g.Node(w).Shape.Elements())
+			}
 		}
 	}
 	if math.IsNaN(m.MaximumAbsoluteError) {

@@ -17,6 +17,11 @@
 // Rows live at [0x54000, 0x58000), 8-byte aligned, in a memory element
 // that holds neither code nor data.
 //
+// A loop (low.OpLoop, an MLP's blocks or row chunks) keeps its iteration
+// index in a word of the runtime header (place.LoopState + 4*level),
+// because the kernels clobber the registers; a strided argument adds
+// index * step to its base address before the call.
+//
 // Tiles with identical work lists and addresses get identical program
 // text and share one linked image; only their rows and row tables differ.
 package emit
@@ -102,7 +107,11 @@ func Exchanges(pl *low.Plan, addrs []Addresses, log *slog.Logger) ([]*exchange.S
 			}
 			xp.Transfers = append(xp.Transfers, x)
 		}
-		s, err := exchange.Build(xp, exchange.Options{Logger: log})
+		// PairedAuto: a multicast whose destinations include both tiles of
+		// partner pairs at one address (the MLP's row gather) can go as
+		// 64-bit items, half the receive events; the scheduler keeps
+		// whichever schedule is shorter.
+		s, err := exchange.Build(xp, exchange.Options{Logger: log, Paired: exchange.PairedAuto})
 		if err != nil {
 			return nil, fmt.Errorf("exchange %q: %w", ph.Name, err)
 		}
@@ -114,18 +123,24 @@ func Exchanges(pl *low.Plan, addrs []Addresses, log *slog.Logger) ([]*exchange.S
 // Specs lists the kernel specialisations the plan calls, sorted.
 func Specs(pl *low.Plan) []Spec {
 	seen := map[string]Spec{}
+	var visit func(ops []low.Op)
+	visit = func(ops []low.Op) {
+		for _, op := range ops {
+			switch op.Kind {
+			case low.OpKernel:
+				s := Spec{op.Kernel, op.Params}
+				seen[s.Key()] = s
+			case low.OpHostCopy:
+				s := Spec{"copy_f16", kernels.Params{"n": op.Bytes}}
+				seen[s.Key()] = s
+			case low.OpLoop:
+				visit(op.Body)
+			}
+		}
+	}
 	for l := range pl.Programs {
 		for _, call := range pl.Programs[l].Calls {
-			for _, op := range call {
-				switch op.Kind {
-				case low.OpKernel:
-					s := Spec{op.Kernel, op.Params}
-					seen[s.Key()] = s
-				case low.OpHostCopy:
-					s := Spec{"copy_f16", kernels.Params{"n": op.Bytes}}
-					seen[s.Key()] = s
-				}
-			}
+			visit(call)
 		}
 	}
 	keys := make([]string, 0, len(seen))
@@ -206,7 +221,7 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 	used := map[string]bool{}
 	label := 0
 	w := func(format string, args ...any) { fmt.Fprintf(&b, "\t"+format+"\n", args...) }
-	kernelCall := func(s Spec, args []low.Arg) error {
+	kernelCall := func(s Spec, args []low.Arg, depth int) error {
 		c, ok := ks[s.Key()]
 		if !ok {
 			return fmt.Errorf("kernel %s not compiled", s.Key())
@@ -218,6 +233,24 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 				return err
 			}
 			w("setzi %s, %#x", arg.Reg, v)
+			// A strided ref inside loops: add index * step per level
+			// (the indices live in memory; $m0 and $m1 are scratch).
+			for d, st := range arg.Ref.Step {
+				if st == 0 {
+					continue
+				}
+				if d > depth {
+					return fmt.Errorf("%s steps with loop level %d outside it", arg.Reg, d)
+				}
+				if st < 0 || st >= 1<<20 {
+					return fmt.Errorf("loop step %d of %s out of range", st, arg.Reg)
+				}
+				w("setzi $m1, %#x", place.LoopState+4*d)
+				w("ld32 $m0, $m1, $mzero, 0")
+				w("setzi $m1, %#x", st)
+				w("mul $m0, $m0, $m1")
+				w("add %s, %s, $m0", arg.Reg, arg.Reg)
+			}
 		}
 		w("call $m10, %s", c.Entry)
 		return nil
@@ -228,20 +261,23 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 	w("ld32 $m1, $m0, $mzero, 0")
 	w("brz $m1, call_initialize")
 	w("bri call_run")
-	for ci, name := range []string{"call_initialize", "call_run"} {
-		b.WriteString(name + ":\n")
-		for _, op := range t.Calls[ci] {
+	// depth is the innermost enclosing loop level (-1: none); a loop must
+	// be deeper than its enclosing one, and a ref may only step with the
+	// loops that enclose it.
+	var emitOps func(ops []low.Op, depth int) error
+	emitOps = func(ops []low.Op, depth int) error {
+		for _, op := range ops {
 			switch op.Kind {
 			case low.OpHostSync:
 				w("sync 7")
 			case low.OpHostCopy:
 				if err := kernelCall(Spec{"copy_f16", kernels.Params{"n": op.Bytes}},
-					[]low.Arg{{Reg: "$m2", Ref: op.Dst}, {Reg: "$m3", Ref: low.Ref{Buf: windowBuf}}}); err != nil {
-					return Program{}, err
+					[]low.Arg{{Reg: "$m2", Ref: op.Dst}, {Reg: "$m3", Ref: low.Ref{Buf: windowBuf}}}, depth); err != nil {
+					return err
 				}
 			case low.OpKernel:
-				if err := kernelCall(Spec{op.Kernel, op.Params}, op.Args); err != nil {
-					return Program{}, err
+				if err := kernelCall(Spec{op.Kernel, op.Params}, op.Args, depth); err != nil {
+					return err
 				}
 			case low.OpExchange:
 				label++
@@ -257,7 +293,34 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 				w("get $m1, $SCOUNT_L")
 				w("setzi $m0, %#x", target.RuntimeStateBase)
 				w("st32 $m1, $m0, $mzero, %d", 1+op.Sample)
+			case low.OpLoop:
+				if op.Depth <= depth || op.Depth >= low.MaxLoopDepth || op.Count < 1 || op.Count >= 1<<20 {
+					return fmt.Errorf("loop of %d iterations at level %d inside level %d", op.Count, op.Depth, depth)
+				}
+				label++
+				top := label
+				state := place.LoopState + 4*op.Depth
+				w("setzi $m1, %#x", state)
+				w("st32 $mzero, $m1, $mzero, 0")
+				fmt.Fprintf(&b, ".Ll%d:\n", top)
+				if err := emitOps(op.Body, op.Depth); err != nil {
+					return err
+				}
+				w("setzi $m1, %#x", state)
+				w("ld32 $m0, $m1, $mzero, 0")
+				w("add $m0, $m0, 1")
+				w("st32 $m0, $m1, $mzero, 0")
+				w("setzi $m1, %d", op.Count)
+				w("cmpult $m1, $m0, $m1")
+				w("brnz $m1, .Ll%d", top)
 			}
+		}
+		return nil
+	}
+	for ci, name := range []string{"call_initialize", "call_run"} {
+		b.WriteString(name + ":\n")
+		if err := emitOps(t.Calls[ci], -1); err != nil {
+			return Program{}, err
 		}
 		w("bri loop")
 	}

@@ -27,7 +27,14 @@ type Buffer struct {
 type Ref struct {
 	Buf string
 	Off int
+	// Step[d] is added to Off per iteration of the enclosing OpLoop at
+	// depth d (0 the outermost): the address in iteration (k0, k1) is
+	// Off + k0*Step[0] + k1*Step[1].
+	Step [MaxLoopDepth]int
 }
+
+// MaxLoopDepth is how deeply OpLoops may nest (blocks, then row chunks).
+const MaxLoopDepth = 2
 
 // OpKind is the kind of one step of a tile's call.
 type OpKind uint8
@@ -44,6 +51,10 @@ const (
 	OpExchange
 	// OpSample stores the cycle counter: Sample 0 = start, 1 = end.
 	OpSample
+	// OpLoop runs Body Count times (the blocks and row chunks of an MLP,
+	// whose unrolled code would not fit the code area); refs in Body
+	// advance by their Step per iteration.
+	OpLoop
 )
 
 // Arg is one kernel argument register and the address it gets.
@@ -60,8 +71,13 @@ type Op struct {
 	Kernel string
 	Params kernels.Params
 	Args   []Arg
-	Phase  int // OpExchange
-	Sample int // OpSample
+	Phase  int  // OpExchange
+	Sample int  // OpSample
+	Count  int  // OpLoop
+	Body   []Op // OpLoop
+	// Depth (OpLoop) is the loop's level: its refs advance by Step[Depth]
+	// and its index has its own word (an outer level may be absent).
+	Depth int
 }
 
 // Call names of the v0 runtime, and their commands.
@@ -143,23 +159,35 @@ type Grid struct {
 	RowStart   []int // R+1 row boundaries
 	GroupStart []int // C+1 boundaries in 16-column groups of N
 	Kp, Np     int   // K and N rounded up to 16
-	// ChunkStart (MLP): for each row block, C+1 boundaries of the
-	// reduce-scatter chunks in units of 4 values of the flat partial panel.
-	ChunkStart [][]int
+	// Q (MLP) is the number of row chunks of every row block: the tile
+	// runs its kernels on ChunkRows(i) rows at a time (see mlp.go).
+	Q int
+	// Stream (MLP): the weights are stored in shares over the grid
+	// column and gathered into "w" at the start of each block, instead of
+	// being resident for every block.
+	Stream bool
+	// ColMajor (MLP) numbers the grid tiles column by column (logical
+	// tile j*R + i instead of i*C + j), so that partner tiles (logical 2k,
+	// 2k+1) share a grid column: the streamed weights, multicast down a
+	// column, can then go as paired 64-bit items.
+	ColMajor bool
+}
+
+// Logical is the logical tile of grid position (i, j).
+func (g *Grid) Logical(i, j int) int {
+	if g.ColMajor {
+		return j*g.R + i
+	}
+	return i*g.C + j
 }
 
 // Rows is the size of row block i; Cols the padded width of column block j.
 func (g *Grid) Rows(i int) int { return g.RowStart[i+1] - g.RowStart[i] }
 func (g *Grid) Cols(j int) int { return 16 * (g.GroupStart[j+1] - g.GroupStart[j]) }
 
-// Chunk returns the start and length (values) of chunk j of row block i.
-func (g *Grid) Chunk(i, j int) (start, n int) {
-	return 4 * g.ChunkStart[i][j], 4 * (g.ChunkStart[i][j+1] - g.ChunkStart[i][j])
-}
-
 // Estimate is the v0 cost model's breakdown for the slowest tile (cycles).
 type Estimate struct {
-	Gemm, Elementwise, Reduce, Exchange, Total int
+	Gemm, Elementwise, Reduce, Copy, Exchange, Total int
 }
 
 // Plan is the low-level program of the whole package.
@@ -187,6 +215,15 @@ type Options struct {
 	// ForceR and ForceC force the grid (R rows, C columns) instead of the
 	// v0 choice (tests); 0 leaves a dimension to the planner.
 	ForceR, ForceC int
+	// ForceQ forces the MLP's row chunks per row block (tests); 0 lets
+	// the cost model choose.
+	ForceQ int
+	// ForceStream forces streamed MLP weights (tests: the mode is
+	// otherwise chosen only when resident weights do not fit).
+	ForceStream bool
+	// ForceColMajor forces the column-major tile numbering of streamed
+	// weights (tests; needs ForceStream and an even grid row count).
+	ForceColMajor bool
 	// GeluPrecise selects gelu_f16 precise=1 (f32 steps, 22 bundles per 4
 	// values) instead of the fast f16 form (9 bundles, |error| <= 2.1e-3
 	// before GEMM2, well inside the output tolerance).
@@ -229,11 +266,6 @@ func newGrid(p *Problem, R, C int) Grid {
 	g := Grid{R: R, C: C, Kp: 16 * ceilDiv(p.K, 16), Np: 16 * ceilDiv(p.N, 16)}
 	g.RowStart = split(p.M, R)
 	g.GroupStart = split(g.Np/16, C)
-	if p.Kind == KindMLP {
-		for i := 0; i < R; i++ {
-			g.ChunkStart = append(g.ChunkStart, split(g.Rows(i)*g.Kp/4, C))
-		}
-	}
 	return g
 }
 
@@ -242,15 +274,19 @@ func (g *Grid) fits(p *Problem, fits func([]Buffer) error) error {
 	seen := map[[3]int]bool{}
 	for i := 0; i < g.R; i++ {
 		for j := 0; j < g.C; j++ {
-			key := [3]int{g.Rows(i), g.Cols(j), 0}
-			if g.ChunkStart != nil {
-				_, key[2] = g.Chunk(i, j)
+			key := [3]int{g.Rows(i), g.Cols(j), j}
+			if p.Kind == KindGemm {
+				key[2] = 0 // the GEMM's buffers depend on the shape only
 			}
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
-			if err := fits(tileBuffers(p, g, i, j)); err != nil {
+			bufs := tileBuffers(p, g, i, j)
+			if p.Kind == KindMLP {
+				bufs = mlpBuffers(p, g, i, j)
+			}
+			if err := fits(bufs); err != nil {
 				return err
 			}
 		}
@@ -275,37 +311,13 @@ func (g *Grid) maxCols() int {
 	return m
 }
 
-func (g *Grid) maxChunk() int {
-	m := 0
-	for i := range g.ChunkStart {
-		for j := 0; j < g.C; j++ {
-			_, n := g.Chunk(i, j)
-			m = max(m, n)
-		}
-	}
-	return m
-}
-
-// estimate models the slowest tile of a grid.
-func estimate(p *Problem, g *Grid, precise bool) Estimate {
+// estimate models the slowest tile of a GEMM grid.
+func estimate(g *Grid) Estimate {
 	r, w := g.maxRows(), g.maxCols()
 	var e Estimate
 	e.Gemm = gemmCycles(g.Kp, w, r)
 	if g.C > 1 {
 		e.Exchange += exchangeCycles(r * g.Kp / 2)
-	}
-	if p.Kind == KindMLP {
-		e.Gemm += gemmCycles(w, g.Kp, r)
-		per := 9
-		if precise {
-			per = 22
-		}
-		e.Elementwise = ceilDiv(r*w/4, 6) * per * 6
-		if g.C > 1 {
-			n := g.maxChunk()
-			e.Reduce = ceilDiv(n/4, 6)*(3*g.C+1)*6 + ceilDiv(n/4, 6)*6
-			e.Exchange += exchangeCycles(r * g.Kp / 2 * (g.C - 1) / g.C)
-		}
 	}
 	e.Total = e.Gemm + e.Elementwise + e.Reduce + e.Exchange
 	return e
@@ -317,12 +329,11 @@ func Lower(p *Problem, opts Options) (*Plan, error) {
 	if T < 1 || T > target.Tiles {
 		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
 	}
-	precise := opts.GeluPrecise
+	if p.Kind == KindMLP {
+		return lowerMLP(p, opts)
+	}
 	groups := ceilDiv(p.N, 16)
 	maxC := min(groups, T)
-	if p.Kind == KindMLP {
-		maxC = min(maxC, MaxReduceParts)
-	}
 	var best *Grid
 	var bestE Estimate
 	var lastErr error
@@ -342,19 +353,13 @@ func Lower(p *Problem, opts Options) (*Plan, error) {
 			continue
 		}
 		g := newGrid(p, R, C)
-		if p.Kind == KindMLP && C > 1 && (p.M/R)*g.Kp/MinReduceChunk < C {
-			// Reduce-scatter chunks of a few words make rows the exchange
-			// scheduler cannot always encode (sendpicp alignment); keep
-			// every chunk at least MinReduceChunk values.
-			continue
-		}
 		if opts.Fits != nil {
 			if err := g.fits(p, opts.Fits); err != nil {
 				lastErr = fmt.Errorf("grid %dx%d: %w", R, C, err)
 				continue
 			}
 		}
-		e := estimate(p, &g, precise)
+		e := estimate(&g)
 		if best == nil || e.Total < bestE.Total {
 			gg := g
 			best, bestE = &gg, e
@@ -366,27 +371,18 @@ func Lower(p *Problem, opts Options) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("compiler v0: %s m=%d k=%d n=%d does not fit on %d tiles: %w", p.Kind, p.M, p.K, p.N, T, lastErr)
 	}
-	pl := &Plan{Problem: p, Tiles: T, Grid: *best, Estimate: bestE, GeluPrecise: precise}
+	pl := &Plan{Problem: p, Tiles: T, Grid: *best, Estimate: bestE}
 	pl.build()
 	return pl, nil
 }
 
-// tileBuffers are the buffers of grid tile (i, j).
-func tileBuffers(p *Problem, g *Grid, i, j int) []Buffer {
+// tileBuffers are the buffers of GEMM grid tile (i, j).
+func tileBuffers(_ *Problem, g *Grid, i, j int) []Buffer {
 	r, w := g.Rows(i), g.Cols(j)
 	bufs := []Buffer{
 		{Name: "a", Bytes: r * g.Kp * 2, Align: 32, Apart: []string{"c"}},
 		{Name: "w", Bytes: g.Kp * w * 2, Align: 32, Region: kernels.Interleaved},
 		{Name: "c", Bytes: r * w * 2, Align: 32, Apart: []string{"a"}},
-	}
-	if p.Kind == KindMLP {
-		bufs[1].Bytes *= 2 // W1 panel then W2 panel
-		if g.C > 1 {
-			_, n := g.Chunk(i, j)
-			if n > 0 {
-				bufs = append(bufs, Buffer{Name: "red", Bytes: 2 * n * g.C, Align: 32, Apart: []string{"a"}})
-			}
-		}
 	}
 	return bufs
 }
@@ -408,13 +404,11 @@ type upload struct {
 	length  int
 }
 
+// build builds a GEMM plan's work lists.
 func (pl *Plan) build() {
 	p, g := pl.Problem, &pl.Grid
 	logical := func(i, j int) int { return i*g.C + j }
-	pl.Programs = make([]TileProgram, pl.Tiles)
-	for l := range pl.Programs {
-		pl.Programs[l] = TileProgram{Logical: l, Physical: target.LogicalToPhysical(l), Row: -1, Col: -1}
-	}
+	pl.initPrograms()
 	for i := 0; i < g.R; i++ {
 		for j := 0; j < g.C; j++ {
 			t := &pl.Programs[logical(i, j)]
@@ -431,37 +425,16 @@ func (pl *Plan) build() {
 	}
 	pl.Inputs = []HostBinding{x}
 	w1 := HostBinding{Name: p.W1, Kind: ipuexe.KindWeight}
-	w2 := HostBinding{Name: p.W2, Kind: ipuexe.KindWeight}
 	for j := 0; j < g.C; j++ {
 		n := g.Kp * g.Cols(j) * 2
 		w1.Slices = append(w1.Slices, HostSlice{Tile: logical(0, j), Ref: Ref{Buf: "w"}, Offset: w1.Bytes, Length: n})
 		w1.Bytes += n
-		if p.Kind == KindMLP {
-			w2.Slices = append(w2.Slices, HostSlice{Tile: logical(0, j), Ref: Ref{Buf: "w", Off: n}, Offset: w2.Bytes, Length: n})
-			w2.Bytes += n
-		}
 	}
 	pl.Weights = []HostBinding{w1}
-	if p.Kind == KindMLP {
-		pl.Weights = append(pl.Weights, w2)
-	}
 	y := HostBinding{Name: p.Output, Kind: ipuexe.KindOutput}
 	for i := 0; i < g.R; i++ {
 		for j := 0; j < g.C; j++ {
-			var s HostSlice
-			switch {
-			case p.Kind == KindGemm:
-				s = HostSlice{Tile: logical(i, j), Ref: Ref{Buf: "c"}, Length: g.Rows(i) * g.Cols(j) * 2}
-			case g.C == 1:
-				s = HostSlice{Tile: logical(i, j), Ref: Ref{Buf: "a"}, Length: g.Rows(i) * g.Kp * 2}
-			default:
-				_, n := g.Chunk(i, j)
-				if n == 0 {
-					continue
-				}
-				s = HostSlice{Tile: logical(i, j), Ref: Ref{Buf: "red"}, Length: 2 * n}
-			}
-			s.Offset = y.Bytes
+			s := HostSlice{Tile: logical(i, j), Ref: Ref{Buf: "c"}, Length: g.Rows(i) * g.Cols(j) * 2, Offset: y.Bytes}
 			y.Slices = append(y.Slices, s)
 			y.Bytes += s.Length
 		}
@@ -469,13 +442,9 @@ func (pl *Plan) build() {
 	pl.Outputs = []HostBinding{y}
 
 	// Exchange phases.
-	phase := func(name string) int {
-		pl.Exchanges = append(pl.Exchanges, XPhase{ID: len(pl.Exchanges), Name: name})
-		return len(pl.Exchanges) - 1
-	}
-	wPhase, xPhase, rsPhase := -1, -1, -1
+	wPhase, xPhase := -1, -1
 	if g.R > 1 {
-		wPhase = phase("weights")
+		wPhase = pl.phase("weights")
 		for j := 0; j < g.C; j++ {
 			src := &pl.Programs[logical(0, j)]
 			t := XTransfer{Src: src.Logical, SrcRef: Ref{Buf: "w"}, Words: src.Buffers[1].Bytes / 4}
@@ -486,7 +455,7 @@ func (pl *Plan) build() {
 		}
 	}
 	if g.C > 1 {
-		xPhase = phase("input rows")
+		xPhase = pl.phase("input rows")
 		for i := 0; i < g.R; i++ {
 			t := XTransfer{Src: logical(i, 0), SrcRef: Ref{Buf: "a"}, Words: g.Rows(i) * g.Kp / 2}
 			for j := 1; j < g.C; j++ {
@@ -494,25 +463,42 @@ func (pl *Plan) build() {
 			}
 			pl.Exchanges[xPhase].Transfers = append(pl.Exchanges[xPhase].Transfers, t)
 		}
-		if p.Kind == KindMLP {
-			rsPhase = phase("reduce-scatter")
-			for i := 0; i < g.R; i++ {
-				for j := 0; j < g.C; j++ {
-					for q := 0; q < g.C; q++ {
-						start, n := g.Chunk(i, q)
-						if q == j || n == 0 {
-							continue
-						}
-						pl.Exchanges[rsPhase].Transfers = append(pl.Exchanges[rsPhase].Transfers, XTransfer{
-							Src: logical(i, j), SrcRef: Ref{Buf: "a", Off: 2 * start}, Words: n / 2,
-							Dsts: []XDest{{Tile: logical(i, q), Ref: Ref{Buf: "red", Off: 2 * j * n}}}})
-					}
-				}
-			}
-		}
 	}
+	pl.hostCalls(func(t *TileProgram) (init, timed []Op) {
+		if wPhase >= 0 {
+			init = append(init, Op{Kind: OpExchange, Phase: wPhase})
+		}
+		if xPhase >= 0 {
+			timed = append(timed, Op{Kind: OpExchange, Phase: xPhase})
+		}
+		if t.Active() {
+			r, w := g.Rows(t.Row), g.Cols(t.Col)
+			timed = append(timed, Op{Kind: OpKernel, Kernel: "gemm_f16", Params: kernels.Params{"k": g.Kp, "c": w, "r": r},
+				Args: []Arg{{"$m2", Ref{Buf: "c"}}, {"$m3", Ref{Buf: "a"}}, {"$m4", Ref{Buf: "w"}}}})
+		}
+		return init, timed
+	})
+}
 
-	// Host calls: uploads per tile, one slot-sized piece per phase.
+// initPrograms makes every tile's (inactive) program.
+func (pl *Plan) initPrograms() {
+	pl.Programs = make([]TileProgram, pl.Tiles)
+	for l := range pl.Programs {
+		pl.Programs[l] = TileProgram{Logical: l, Physical: target.LogicalToPhysical(l), Row: -1, Col: -1}
+	}
+}
+
+// phase adds an exchange phase and returns its ID.
+func (pl *Plan) phase(name string) int {
+	pl.Exchanges = append(pl.Exchanges, XPhase{ID: len(pl.Exchanges), Name: name})
+	return len(pl.Exchanges) - 1
+}
+
+// hostCalls builds the host calls from the bindings and every tile's two
+// calls: "initialize" uploads the weights (one slot-sized piece per host
+// phase) then runs init; "run" uploads the inputs, samples the start,
+// runs timed, samples the end and serves the output read-back phases.
+func (pl *Plan) hostCalls(ops func(t *TileProgram) (init, timed []Op)) {
 	uploads := func(kind ipuexe.BindingKind, bs []HostBinding) map[int][]upload {
 		m := map[int][]upload{}
 		for b, hb := range bs {
@@ -547,20 +533,21 @@ func (pl *Plan) build() {
 	runPhases, runCopies := hostPhases(uploads(ipuexe.KindInput, pl.Inputs))
 	// Outputs: one piece per phase per tile.
 	var outPhases [][]HostTransfer
-	for s, sl := range pl.Outputs[0].Slices {
-		for k, pc := range pieces(sl.Length) {
-			for len(outPhases) <= k {
-				outPhases = append(outPhases, nil)
+	for b, ob := range pl.Outputs {
+		for s, sl := range ob.Slices {
+			for k, pc := range pieces(sl.Length) {
+				for len(outPhases) <= k {
+					outPhases = append(outPhases, nil)
+				}
+				outPhases[k] = append(outPhases[k], HostTransfer{Kind: ipuexe.KindOutput, Binding: b, Slice: s,
+					SliceOffset: pc[0], Length: pc[1], Tile: sl.Tile})
 			}
-			outPhases[k] = append(outPhases[k], HostTransfer{Kind: ipuexe.KindOutput, Binding: 0, Slice: s,
-				SliceOffset: pc[0], Length: pc[1], Tile: sl.Tile})
 		}
 	}
 	pl.Calls = []HostCall{
 		{Name: CallInitialize, Command: 0, Phases: initPhases},
 		{Name: CallRun, Command: 1, Phases: append(runPhases, outPhases...)},
 	}
-
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
 		var init, run []Op
@@ -570,63 +557,20 @@ func (pl *Plan) build() {
 				init = append(init, initCopies[l][k]...)
 			}
 		}
-		if wPhase >= 0 {
-			init = append(init, Op{Kind: OpExchange, Phase: wPhase})
-		}
 		for k := range runPhases {
 			run = append(run, Op{Kind: OpHostSync})
 			if k < len(runCopies[l]) {
 				run = append(run, runCopies[l][k]...)
 			}
 		}
+		in, timed := ops(t)
+		init = append(init, in...)
 		run = append(run, Op{Kind: OpSample, Sample: 0})
-		if xPhase >= 0 {
-			run = append(run, Op{Kind: OpExchange, Phase: xPhase})
-		}
-		if t.Active() {
-			run = append(run, pl.compute(t, rsPhase)...)
-		} else if rsPhase >= 0 {
-			run = append(run, Op{Kind: OpExchange, Phase: rsPhase})
-		}
+		run = append(run, timed...)
 		run = append(run, Op{Kind: OpSample, Sample: 1})
 		for range outPhases {
 			run = append(run, Op{Kind: OpHostSync})
 		}
 		t.Calls = [2][]Op{init, run}
 	}
-}
-
-// compute is the kernel sequence of an active tile's "run".
-func (pl *Plan) compute(t *TileProgram, rsPhase int) []Op {
-	p, g := pl.Problem, &pl.Grid
-	r, w := g.Rows(t.Row), g.Cols(t.Col)
-	gemm := func(k, c int, out, left, right Ref) Op {
-		return Op{Kind: OpKernel, Kernel: "gemm_f16", Params: kernels.Params{"k": k, "c": c, "r": r},
-			Args: []Arg{{"$m2", out}, {"$m3", left}, {"$m4", right}}}
-	}
-	ops := []Op{gemm(g.Kp, w, Ref{Buf: "c"}, Ref{Buf: "a"}, Ref{Buf: "w"})}
-	if p.Kind == KindGemm {
-		return ops
-	}
-	precise := 0
-	if pl.GeluPrecise {
-		precise = 1
-	}
-	ops = append(ops,
-		Op{Kind: OpKernel, Kernel: "gelu_f16", Params: kernels.Params{"n": r * w, "precise": precise},
-			Args: []Arg{{"$m2", Ref{Buf: "c"}}, {"$m3", Ref{Buf: "c"}}}},
-		gemm(w, g.Kp, Ref{Buf: "a"}, Ref{Buf: "c"}, Ref{Buf: "w", Off: g.Kp * w * 2}))
-	if g.C == 1 {
-		return ops
-	}
-	ops = append(ops, Op{Kind: OpExchange, Phase: rsPhase})
-	start, n := g.Chunk(t.Row, t.Col)
-	if n == 0 {
-		return ops
-	}
-	return append(ops,
-		Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n},
-			Args: []Arg{{"$m2", Ref{Buf: "red", Off: 2 * t.Col * n}}, {"$m3", Ref{Buf: "a", Off: 2 * start}}}},
-		Op{Kind: OpKernel, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": g.C},
-			Args: []Arg{{"$m2", Ref{Buf: "red"}}, {"$m3", Ref{Buf: "red"}}}})
 }

@@ -13,29 +13,31 @@
 // exchange phase, inside the timed region) and runs gemm_f16, leaving C in
 // the AMP output-panel layout, which the host reads back.
 //
-// The MLP X -> Gemm W1 -> GELU -> Gemm W2 uses the Megatron split on the
-// same grid: GEMM1 column-parallel (tile (i, j) computes H[rows_i, cols_j]
-// with the full dim), GELU in place on H's output panel, GEMM2 row-parallel
-// with a K split: H's output panel is exactly the AMP left panel of the
-// k-groups cols_j, so the tile multiplies it by W2[cols_j, :] into a
-// partial C2[rows_i, :] (f16 output panel). A reduce-scatter over the
-// tiles of grid row i follows: the partial panel, seen as a flat array of
-// f16 values, is cut into Cg contiguous chunks (multiples of 4 values);
-// every tile sends each peer its chunk of the partial (one exchange phase),
-// copies its own, and sums the Cg parts with reduce_add_f16 (f32 sums in
-// part order, one rounding). The host reads the reduced chunks, which
-// concatenate to row block i's output panel.
+// The MLP (blocks of X -> Gemm W1 (+b1) -> GELU -> Gemm W2 (+b2)) uses the
+// Megatron split on the same grid: GEMM1 column-parallel (tile (i, j)
+// computes H[rows_i, cols_j] with the full dim), the bias and GELU in place
+// on H's output panel, GEMM2 row-parallel with a K split: H's output panel
+// is exactly the AMP left panel of the k-groups cols_j, so the tile
+// multiplies it by W2[cols_j, :] into a partial C2[rows_i, :] (f16 output
+// panel), and a reduce-scatter over the tiles of grid row i sums the C
+// partials (reduce_add_f16: f32 sums in part order, one rounding). Rows
+// are processed in chunks when a row block does not fit a tile, the
+// activations stay on the device between blocks in one layout that is
+// both a block's output and the next block's input, and the weights are
+// resident or streamed per block: see mlp.go.
 //
 // Host-side layouts (the host packs inputs and weights before upload and
-// unpacks outputs after read-back; see HostLayout in compiler/build):
-//   - input x: the row blocks' AMP left panels, concatenated in i order,
-//     K zero-padded to a multiple of 16;
+// unpacks outputs after read-back; see compiler/build/host.go):
+//   - GEMM input x: the row blocks' AMP left panels, concatenated in i
+//     order, K zero-padded to a multiple of 16;
 //   - a weight [K][N] used as GEMM right operand: the column blocks' AMP right
 //     panels (16x16 blocks, output-major inner-minor), concatenated in j
 //     order; zero padding in K and N;
-//   - outputs: the AMP output panels (GEMM: per tile (i, j) in grid order;
-//     MLP: per row block, the reduced chunks in j order); pad columns are
-//     dropped on unpacking.
+//   - GEMM output: the AMP output panels per tile (i, j) in grid order; pad
+//     columns are dropped on unpacking;
+//   - MLP input and output: the activation layout of mlp.go (per grid tile,
+//     its piece of every row chunk's panel); MLP biases: b1 per column
+//     block, b2 whole for every column block.
 package low
 
 import (
@@ -50,7 +52,8 @@ type Kind uint8
 const (
 	// KindGemm is Input x Parameter -> Output.
 	KindGemm Kind = iota + 1
-	// KindMLP is Input x W1 -> GELU -> x W2 -> Output (one block, no biases).
+	// KindMLP is Blocks repetitions of x -> Gemm W1 (+ b1) -> GELU -> Gemm W2
+	// (+ b2), the output of one block the input of the next.
 	KindMLP
 )
 
@@ -64,6 +67,12 @@ func (k Kind) String() string {
 	return "kind?"
 }
 
+// Block names the parameters of one MLP block (B1 and B2 empty without
+// biases).
+type Block struct {
+	W1, W2, B1, B2 string
+}
+
 // Problem is a graph recognised as one of the v0 kinds.
 type Problem struct {
 	Kind Kind
@@ -72,7 +81,12 @@ type Problem struct {
 	M, K, N int
 	Input   string // input node name
 	Output  string // output name
-	W1, W2  string // weight node names (W2 empty for a GEMM)
+	W1, W2  string // the first block's weights (W2 empty for a GEMM)
+	// Blocks are the MLP's blocks in order (one for a GEMM: W1 only).
+	Blocks []Block
+	// Biases: every MLP block adds b1 after its first and b2 after its
+	// second GEMM.
+	Biases bool
 	// Flops is the graph's useful GEMM work.
 	Flops int64
 }
@@ -81,7 +95,7 @@ type Problem struct {
 // supported yet" error otherwise.
 func Recognize(g *graph.Graph) (*Problem, error) {
 	unsupported := func(format string, args ...any) error {
-		return fmt.Errorf("compiler v0: %s: not supported yet (the v0 plan family compiles one GEMM x[m][k] x w[k][n], or one MLP block without biases)", fmt.Sprintf(format, args...))
+		return fmt.Errorf("compiler v0: %s: not supported yet (the v0 plan family compiles one GEMM x[m][k] x w[k][n], or a chain of MLP blocks x W1 (+b1) -> GELU -> W2 (+b2))", fmt.Sprintf(format, args...))
 	}
 	if len(g.Outputs()) != 1 {
 		return nil, unsupported("%d outputs", len(g.Outputs()))
@@ -89,26 +103,28 @@ func Recognize(g *graph.Graph) (*Problem, error) {
 	if len(g.Inputs()) != 1 {
 		return nil, unsupported("%d inputs", len(g.Inputs()))
 	}
-	var gemms []*graph.Node
-	var gelu *graph.Node
+	// The compute nodes in topological order; each must consume the one
+	// before it (a chain), which is all the v0 family handles.
+	var chain []*graph.Node
 	for _, n := range g.Nodes() {
 		switch n.Op {
 		case graph.OpInput, graph.OpParameter:
 			if n.DType != graph.F16 {
 				return nil, unsupported("%s %q is %v", n.Op, n.Name, n.DType)
 			}
-		case graph.OpGemm:
-			gemms = append(gemms, n)
-		case graph.OpGelu:
-			if gelu != nil {
-				return nil, unsupported("more than one GELU")
-			}
-			gelu = n
+		case graph.OpGemm, graph.OpGelu, graph.OpAdd:
+			chain = append(chain, n)
 		default:
 			return nil, unsupported("operation %s (%q)", n.Op, n.Name)
 		}
 	}
+	in := g.Inputs()[0]
+	out := g.Outputs()[0]
+	p := &Problem{Input: in.Name, Output: out.Name, Flops: g.GemmFlops()}
 	checkGemm := func(n *graph.Node, a *graph.Node) error {
+		if n.Op != graph.OpGemm {
+			return unsupported("%s %q where a gemm is expected", n.Op, n.Name)
+		}
 		b, _, _, _ := n.GemmDims()
 		switch {
 		case b != 1 || len(n.Shape) != 2:
@@ -124,42 +140,104 @@ func Recognize(g *graph.Graph) (*Problem, error) {
 		}
 		return nil
 	}
-	in := g.Inputs()[0]
-	out := g.Outputs()[0]
-	p := &Problem{Input: in.Name, Output: out.Name, Flops: g.GemmFlops()}
-	switch {
-	case len(gemms) == 1 && gelu == nil:
-		if err := checkGemm(gemms[0], in); err != nil {
+	// bias matches an optional Add of a 1-D parameter of cols values onto
+	// prev; it returns the bias name ("" when chain[at] is no Add).
+	bias := func(at int, prev *graph.Node, cols int) (string, error) {
+		if at >= len(chain) || chain[at].Op != graph.OpAdd {
+			return "", nil
+		}
+		n := chain[at]
+		if len(n.Inputs) != 2 || n.DType != graph.F16 {
+			return "", unsupported("add %q", n.Name)
+		}
+		x, b := n.Inputs[0], n.Inputs[1]
+		if x != prev {
+			x, b = b, x
+		}
+		if x != prev || b.Op != graph.OpParameter || len(b.Shape) != 1 || b.Shape[0] != cols {
+			return "", unsupported("add %q is not a bias [%d] on %q", n.Name, cols, prev.Name)
+		}
+		return b.Name, nil
+	}
+	if len(chain) == 1 && chain[0].Op == graph.OpGemm {
+		if err := checkGemm(chain[0], in); err != nil {
 			return nil, err
 		}
-		if out.Node != gemms[0] {
+		if out.Node != chain[0] {
 			return nil, unsupported("output %q is not the gemm", out.Name)
 		}
-		_, p.M, p.K, p.N = gemms[0].GemmDims()
-		p.Kind, p.W1 = KindGemm, gemms[0].Inputs[1].Name
-	case len(gemms) == 2 && gelu != nil:
-		if err := checkGemm(gemms[0], in); err != nil {
+		_, p.M, p.K, p.N = chain[0].GemmDims()
+		p.Kind, p.W1 = KindGemm, chain[0].Inputs[1].Name
+		p.Blocks = []Block{{W1: p.W1}}
+		return p, nil
+	}
+	if len(chain) == 0 {
+		return nil, unsupported("no gemm")
+	}
+	// MLP blocks.
+	prev := in
+	at := 0
+	for at < len(chain) {
+		var blk Block
+		g1 := chain[at]
+		if err := checkGemm(g1, prev); err != nil {
 			return nil, err
 		}
+		_, m, k, n := g1.GemmDims()
+		if len(p.Blocks) == 0 {
+			p.M, p.K, p.N = m, k, n
+		} else if m != p.M || k != p.K || n != p.N {
+			return nil, unsupported("gemm %q is %dx%dx%d, not the first block's %dx%dx%d", g1.Name, m, k, n, p.M, p.K, p.N)
+		}
+		blk.W1 = g1.Inputs[1].Name
+		at++
+		prev = g1
+		var err error
+		if blk.B1, err = bias(at, prev, p.N); err != nil {
+			return nil, err
+		}
+		if blk.B1 != "" {
+			prev = chain[at]
+			at++
+		}
+		if at >= len(chain) || chain[at].Op != graph.OpGelu || chain[at].Inputs[0] != prev {
+			return nil, unsupported("block %d: no gelu after %q", len(p.Blocks), prev.Name)
+		}
+		gelu := chain[at]
 		if gelu.Approx != graph.GeluTanh {
 			return nil, unsupported("gelu %q uses the %v form (gelu_f16 computes the tanh form)", gelu.Name, gelu.Approx)
 		}
-		if gelu.Inputs[0] != gemms[0] {
-			return nil, unsupported("gelu %q does not follow %q", gelu.Name, gemms[0].Name)
+		prev = gelu
+		at++
+		if at >= len(chain) {
+			return nil, unsupported("block %d: no second gemm", len(p.Blocks))
 		}
-		if err := checkGemm(gemms[1], gelu); err != nil {
+		g2 := chain[at]
+		if err := checkGemm(g2, prev); err != nil {
 			return nil, err
 		}
-		if out.Node != gemms[1] {
-			return nil, unsupported("output %q is not the second gemm", out.Name)
+		if _, m2, k2, n2 := g2.GemmDims(); m2 != p.M || k2 != p.N || n2 != p.K {
+			return nil, unsupported("second gemm %q is %dx%dx%d, not %dx%dx%d", g2.Name, m2, k2, n2, p.M, p.N, p.K)
 		}
-		_, p.M, p.K, p.N = gemms[0].GemmDims()
-		if _, _, _, n2 := gemms[1].GemmDims(); n2 != p.K {
-			return nil, unsupported("second gemm %q has %d output columns, not dim %d", gemms[1].Name, n2, p.K)
+		blk.W2 = g2.Inputs[1].Name
+		at++
+		prev = g2
+		if blk.B2, err = bias(at, prev, p.K); err != nil {
+			return nil, err
 		}
-		p.Kind, p.W1, p.W2 = KindMLP, gemms[0].Inputs[1].Name, gemms[1].Inputs[1].Name
-	default:
-		return nil, unsupported("%d gemms and %d gelus", len(gemms), map[bool]int{true: 1}[gelu != nil])
+		if blk.B2 != "" {
+			prev = chain[at]
+			at++
+		}
+		if (blk.B1 != "") != (blk.B2 != "") || (len(p.Blocks) > 0 && (blk.B1 != "") != p.Biases) {
+			return nil, unsupported("block %d: biases on some gemms only", len(p.Blocks))
+		}
+		p.Biases = blk.B1 != ""
+		p.Blocks = append(p.Blocks, blk)
 	}
+	if out.Node != prev {
+		return nil, unsupported("output %q is not the last block's result", out.Name)
+	}
+	p.Kind, p.W1, p.W2 = KindMLP, p.Blocks[0].W1, p.Blocks[0].W2
 	return p, nil
 }

@@ -5,7 +5,7 @@
 //	[0x4C010, 0x50000)  code: the runtime and its kernels (element 0)
 //	[0x50000, 0x54000)  host write window (inputs and weights land here)
 //	[0x54000, 0x58000)  exchange rows, 8-byte aligned (element 2: no data)
-//	[0x58000, 0x58640)  runtime state: profile samples, row table, worker areas
+//	[0x58000, 0x58640)  runtime state: profile samples, row table, loop indices, worker areas
 //	[DataBase, 0x80000) region 0 data
 //	[0x80000, LoadLimit) region 1 data (interleaved: AMP right panels)
 //
@@ -34,8 +34,12 @@ const (
 	RowLimit  = target.HostApertureEnd
 	// RowTable holds one word per exchange phase: the address of the
 	// tile's row (in the runtime header's reserved words).
-	RowTable     = target.RuntimeStateBase + 0xC
-	MaxRowPhases = (target.RuntimeHeaderSize - 0xC) / 4
+	RowTable = target.RuntimeStateBase + 0xC
+	// LoopState holds the iteration index of each nesting level of the
+	// runtime's loops (low.OpLoop): the last low.MaxLoopDepth words of
+	// the header, kept in memory because kernels clobber the registers.
+	LoopState    = target.RuntimeStateBase + target.RuntimeHeaderSize - 4*low.MaxLoopDepth
+	MaxRowPhases = (LoopState - RowTable) / 4
 	DataBase     = (target.RuntimeStateEnd + 63) &^ 63
 	Region0End   = target.Region1Base
 	Region1End   = target.LoadLimit &^ 31
