@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/ipustack/ipustack/compiler/build"
@@ -73,8 +72,9 @@ func (w *workloadFlags) cache() kernels.Cache {
 
 func newBuildCmd() *cobra.Command {
 	var (
-		wf  workloadFlags
-		out string
+		wf       workloadFlags
+		out      string
+		exportXD string
 	)
 	cmd := &cobra.Command{
 		Use:   "build --workload NAME [shape flags] [--tiles N] -o FILE.ipuexe",
@@ -87,12 +87,16 @@ Each stage is logged with its busy time.`,
 			if out == "" {
 				return errors.New("build: -o FILE.ipuexe is required")
 			}
+			// Check the output before the compile, not after it.
+			if err := checkOutput(out); err != nil {
+				return fmt.Errorf("build: %w", err)
+			}
 			r, err := wf.recipe()
 			if err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
 			start := time.Now()
-			res, err := build.Compile(cmd.Context(), build.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version})
+			res, err := build.Compile(cmd.Context(), build.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version, ExportExchange: exportXD})
 			if err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
@@ -101,7 +105,7 @@ Each stage is logged with its busy time.`,
 			if err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
-			if err := os.WriteFile(out, data, 0o644); err != nil {
+			if err := writeFileAtomic(out, data); err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
 			slog.Info("application package written", "bytes", len(data), "build_ms", time.Since(start).Milliseconds())
@@ -110,5 +114,6 @@ Each stage is logged with its busy time.`,
 	}
 	wf.register(cmd.Flags())
 	cmd.Flags().StringVarP(&out, "output", "o", "", "package file to write")
+	cmd.Flags().StringVar(&exportXD, "export-exchange", "", "also write each exchange phase's transfers as a JSON snapshot into this directory (see ipu exchange bench)")
 	return cmd
 }

@@ -26,7 +26,7 @@ import (
 )
 
 // Recipe is what a package was built from. It is stored in the package
-// (a shared symbol named RecipePrefix + JSON, see RecipeOf) so that
+// (ipuexe.Package.Recipe, as JSON; see RecipeOf) so that
 // `ipu run FILE` can regenerate the inputs, the host layouts and the
 // reference without the command line of the build.
 type Recipe struct {
@@ -34,9 +34,6 @@ type Recipe struct {
 	Flags    graph.Flags `json:"flags"`
 	Tiles    int         `json:"tiles"`
 }
-
-// RecipePrefix starts the name of the package symbol that holds the recipe.
-const RecipePrefix = "ipustack.recipe "
 
 // Config configures Compile.
 type Config struct {
@@ -52,6 +49,10 @@ type Config struct {
 	// here). A package built with it cannot be run from its recipe alone:
 	// pass the Result's graph and plan to Run.
 	Force low.Options
+	// ExportExchange, when set, is a directory that receives each exchange
+	// phase's transfers as a JSON snapshot (exchange.ExportPhases), for
+	// `ipu exchange bench`.
+	ExportExchange string
 }
 
 // Result is a compiled workload.
@@ -159,7 +160,23 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 		{"lower_exchanges", func() error {
 			var err error
 			scheds, err = emit.Exchanges(res.Plan, addrs, log)
-			return err
+			if err != nil || cfg.ExportExchange == "" {
+				return err
+			}
+			phases := make([]exchange.Phase, len(scheds))
+			for i, s := range scheds {
+				phases[i] = s.Phase
+			}
+			name, err := graph.WorkloadName(cfg.Workload, cfg.Flags)
+			if err != nil {
+				return err
+			}
+			paths, err := exchange.ExportPhases(cfg.ExportExchange, name, phases)
+			if err != nil {
+				return fmt.Errorf("export exchange snapshots: %w", err)
+			}
+			log.Info("exported exchange snapshots", "dir", cfg.ExportExchange, "phases", len(paths))
+			return nil
 		}},
 		{"compile_kernels", func() error {
 			specs = emit.Specs(res.Plan)
@@ -201,7 +218,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			if err != nil {
 				return err
 			}
-			res.Package.Symbols = append(res.Package.Symbols, ipuexe.Symbol{Name: RecipePrefix + string(rj), Address: target.RuntimeStateBase})
+			res.Package.Recipe = string(rj)
 			return res.Package.Validate(target.IPU21())
 		}},
 	}
@@ -225,14 +242,12 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 
 // RecipeOf reads the recipe a package was built from.
 func RecipeOf(pkg *ipuexe.Package) (Recipe, error) {
-	for _, s := range pkg.Symbols {
-		if rest, ok := strings.CutPrefix(s.Name, RecipePrefix); ok {
-			var r Recipe
-			if err := json.Unmarshal([]byte(rest), &r); err != nil {
-				return r, fmt.Errorf("package recipe: %w", err)
-			}
-			return r, nil
-		}
+	var r Recipe
+	if pkg.Recipe == "" {
+		return r, errors.New("the package has no ipustack recipe (was it built by `ipu build`?)")
 	}
-	return Recipe{}, errors.New("the package has no ipustack recipe (was it built by `ipu build`?)")
+	if err := json.Unmarshal([]byte(pkg.Recipe), &r); err != nil {
+		return r, fmt.Errorf("package recipe is not valid JSON (%v): the package is damaged or was not written by ipu build", err)
+	}
+	return r, nil
 }
