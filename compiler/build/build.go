@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ipustack/ipustack/compiler/emit"
@@ -33,6 +35,11 @@ type Recipe struct {
 	Workload string      `json:"workload"`
 	Flags    graph.Flags `json:"flags"`
 	Tiles    int         `json:"tiles"`
+	// Plan is the v0 candidate the compiler chose (the finalist rerank
+	// schedules exchanges, which Prepare does not): Compile records it in
+	// the package's recipe, and Prepare and Compile then plan exactly it.
+	// Nil lets the compiler choose.
+	Plan *low.Choice `json:"plan,omitempty"`
 }
 
 // Config configures Compile.
@@ -49,6 +56,10 @@ type Config struct {
 	// here). A package built with it cannot be run from its recipe alone:
 	// pass the Result's graph and plan to Run.
 	Force low.Options
+	// Finalists is how many of the best-estimated v0 candidates are
+	// placed, have their exchange phases scheduled and are reranked by
+	// their costed cycles (0: low.DefaultFinalists).
+	Finalists int
 	// ExportExchange, when set, is a directory that receives each exchange
 	// phase's transfers as a JSON snapshot (exchange.ExportPhases), for
 	// `ipu exchange bench`.
@@ -83,44 +94,65 @@ func (r Recipe) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Prepare builds the graph and the v0 plan of a recipe (cheap: no code).
+// Prepare builds the graph and the v0 plan of a recipe (cheap: no code):
+// the recipe's recorded plan, or else the best-estimated candidate.
 func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
-	return prepare(r, log, low.Options{})
+	g, p, opts, err := problem(r, low.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	cands, err := low.Candidates(p, opts, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	pl := low.Build(p, opts, cands[0])
+	if log != nil {
+		logPlan(log, pl)
+	}
+	return g, pl, nil
 }
 
-func prepare(r Recipe, log *slog.Logger, force low.Options) (*graph.Graph, *low.Plan, error) {
+// problem builds the graph of a recipe, recognises its problem and returns
+// the planner options (force, with the recipe's tiles, the memory check
+// and, when the recipe records a plan, that plan only).
+func problem(r Recipe, force low.Options) (*graph.Graph, *low.Problem, low.Options, error) {
+	opts := force
 	if err := r.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, opts, err
 	}
 	g, err := graph.Preset(r.Workload, r.Flags)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, opts, err
 	}
 	p, err := low.Recognize(g)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, opts, err
 	}
-	opts := force
 	opts.Tiles, opts.Fits = r.Tiles, place.Fits
-	pl, err := low.Lower(p, opts)
-	if err != nil {
-		return nil, nil, err
+	if c := r.Plan; c != nil {
+		// Enumerate as the forced build did, then keep the recorded one.
+		opts.ForceR, opts.ForceC, opts.ForceQ = c.R, c.C, c.Q
+		opts.ForceStream, opts.ForceColMajor = c.Stream, c.ColMajor
+		cc := *c
+		opts.Only = &cc
 	}
-	if log != nil {
-		gr := &pl.Grid
-		attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "grid_rows", gr.R, "grid_cols", gr.C,
-			"active_tiles", gr.R * gr.C, "rows_per_tile", gr.Rows(0), "cols_per_tile", gr.Cols(0)}
-		if p.Kind == low.KindMLP {
-			// The fit choices: row chunks per tile (each chunk's panel
-			// gathered through the exchange), streamed or resident weights.
-			attrs = append(attrs, "blocks", len(p.Blocks), "biases", p.Biases, "row_chunks", gr.Q,
-				"chunk_rows", gr.ChunkRows(0), "streamed_weights", gr.Stream, "column_major_tiles", gr.ColMajor)
-		}
-		attrs = append(attrs, "estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
-			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
-		log.Info("v0 plan", attrs...)
+	return g, p, opts, nil
+}
+
+// logPlan logs the "v0 plan" line of a plan.
+func logPlan(log *slog.Logger, pl *low.Plan) {
+	p, gr := pl.Problem, &pl.Grid
+	attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "grid_rows", gr.R, "grid_cols", gr.C,
+		"active_tiles", gr.R * gr.C, "rows_per_tile", gr.Rows(0), "cols_per_tile", gr.Cols(0)}
+	if p.Kind == low.KindMLP {
+		// The fit choices: row chunks per tile (each chunk's panel
+		// gathered through the exchange), streamed or resident weights.
+		attrs = append(attrs, "blocks", len(p.Blocks), "biases", p.Biases, "row_chunks", gr.Q,
+			"chunk_rows", gr.ChunkRows(0), "streamed_weights", gr.Stream, "column_major_tiles", gr.ColMajor)
 	}
-	return g, pl, nil
+	attrs = append(attrs, "estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
+		"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
+	log.Info("v0 plan", attrs...)
 }
 
 // Compile runs the stages.
@@ -131,6 +163,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{Recipe: cfg.Recipe}
 	var (
+		fins     []*finalist
 		addrs    []emit.Addresses
 		scheds   []*exchange.Schedule
 		specs    []emit.Spec
@@ -144,24 +177,45 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 		run  func() error
 	}{
 		{"construct_low", func() error {
-			var err error
-			res.Graph, res.Plan, err = prepare(cfg.Recipe, log, cfg.Force)
+			g, p, opts, err := problem(cfg.Recipe, cfg.Force)
 			if err != nil {
 				return err
 			}
+			res.Graph = g
+			n := cfg.Finalists
+			if n <= 0 {
+				n = low.DefaultFinalists
+			}
+			cands, err := low.Candidates(p, opts, n)
+			if err != nil {
+				return err
+			}
+			fins = make([]*finalist, len(cands))
+			parallelDo(len(cands), func(i int) {
+				fins[i] = &finalist{rank: i + 1, plan: low.Build(p, opts, cands[i])}
+			})
 			res.Name, err = graph.WorkloadName(cfg.Workload, cfg.Flags)
 			return err
 		}},
 		{"place_storage", func() error {
-			var err error
-			addrs, err = emit.PlaceAll(res.Plan)
-			return err
+			parallelDo(len(fins), func(i int) {
+				f := fins[i]
+				t := time.Now()
+				f.addrs, f.err = emit.PlaceAll(f.plan)
+				f.elapsed += time.Since(t)
+			})
+			return nil
 		}},
 		{"lower_exchanges", func() error {
-			var err error
-			scheds, err = emit.Exchanges(res.Plan, addrs, log)
-			if err != nil || cfg.ExportExchange == "" {
+			f, err := rerank(fins, log)
+			if err != nil {
 				return err
+			}
+			res.Plan, addrs, scheds = f.plan, f.addrs, f.scheds
+			choice := res.Plan.Choice()
+			res.Recipe.Plan = &choice
+			if cfg.ExportExchange == "" {
+				return nil
 			}
 			phases := make([]exchange.Phase, len(scheds))
 			for i, s := range scheds {
@@ -214,7 +268,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			if err != nil {
 				return err
 			}
-			rj, err := json.Marshal(cfg.Recipe)
+			rj, err := json.Marshal(res.Recipe)
 			if err != nil {
 				return err
 			}
@@ -250,4 +304,165 @@ func RecipeOf(pkg *ipuexe.Package) (Recipe, error) {
 		return r, fmt.Errorf("package recipe is not valid JSON (%v): the package is damaged or was not written by ipu build", err)
 	}
 	return r, nil
+}
+
+// finalist is one reranked v0 candidate: its plan, placement, provisional
+// exchange schedules and costed estimate.
+type finalist struct {
+	rank    int // 1-based, by estimate
+	plan    *low.Plan
+	addrs   []emit.Addresses
+	scheds  []*exchange.Schedule
+	logs    []*recorder // the scheduler's lines by phase, replayed for the chosen one
+	low     low.Estimate
+	elapsed time.Duration
+	err     error
+}
+
+// rerank costs the finalists in rank order and returns the one with the
+// fewest costed cycles (ties: the better estimate). A finalist is costed
+// by scheduling its exchange phases (concurrently; the scheduler is
+// deterministic, so nothing depends on GOMAXPROCS) and charging each
+// phase's horizon instead of its modelled cycles (low.Plan.Costed). A
+// finalist whose costed cycles, with every phase at its endpoint lower
+// bound (low.Plan.PhaseLowerBounds), cannot beat the best so far is not
+// scheduled: its line reports that bound (low_cycles_is_bound=true). The
+// choice is the same as scheduling every finalist, at a fraction of the
+// build time. One "costed planning finalist" line per finalist, in rank
+// order; then the chosen finalist's scheduler lines are replayed into
+// log, followed by its "v0 plan" and "costed final placed program" lines.
+func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
+	var best *finalist
+	for _, f := range fins {
+		attrs := []any{"rank", f.rank, "mid_cycles", f.plan.Estimate.Total}
+		if f.err != nil {
+			log.Warn("costed planning finalist dropped", append(attrs, "plan", f.plan.Choice().String(), "err", f.err)...)
+			continue
+		}
+		bound := f.plan.Costed(f.plan.PhaseLowerBounds())
+		if best != nil && bound.Total >= best.low.Total {
+			log.Info("costed planning finalist", append(attrs, "low_cycles", bound.Total, "elapsed_ms", f.elapsed.Milliseconds(),
+				"low_cycles_is_bound", true, "plan", f.plan.Choice().String(), "mid_exchange", f.plan.Estimate.Exchange,
+				"low_exchange", bound.Exchange)...)
+			continue
+		}
+		t := time.Now()
+		f.scheds, f.logs, f.err = schedule(f.plan, f.addrs, log.Handler())
+		f.elapsed += time.Since(t)
+		if f.err != nil {
+			log.Warn("costed planning finalist dropped", append(attrs, "plan", f.plan.Choice().String(), "err", f.err)...)
+			continue
+		}
+		f.low = f.plan.Costed(horizons(f.scheds))
+		log.Info("costed planning finalist", append(attrs, "low_cycles", f.low.Total, "elapsed_ms", f.elapsed.Milliseconds(),
+			"low_cycles_is_bound", false, "plan", f.plan.Choice().String(), "mid_exchange", f.plan.Estimate.Exchange,
+			"low_exchange", f.low.Exchange, "low_cycles_bound", bound.Total)...)
+		if best == nil || f.low.Total < best.low.Total {
+			best = f
+		}
+	}
+	if best == nil {
+		return nil, fins[0].err
+	}
+	for _, r := range best.logs {
+		r.replay(log.Handler())
+	}
+	logPlan(log, best.plan)
+	log.Info("costed final placed program", "rank", best.rank, "final_cycles", best.low.Total, "final_exchange", best.low.Exchange,
+		"estimated_cycles", best.plan.Estimate.Total)
+	return best, nil
+}
+
+// schedule schedules a plan's exchange phases as emit.Exchanges does, each
+// phase concurrently (emit.Exchanges on a copy of the plan holding that
+// phase only: the phases are scheduled independently), with each phase's
+// log lines recorded for replay in phase order.
+func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler) ([]*exchange.Schedule, []*recorder, error) {
+	if len(pl.Exchanges) > place.MaxRowPhases {
+		return nil, nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), place.MaxRowPhases)
+	}
+	n := len(pl.Exchanges)
+	scheds := make([]*exchange.Schedule, n)
+	logs := make([]*recorder, n)
+	errs := make([]error, n)
+	parallelDo(n, func(i int) {
+		sub := *pl
+		sub.Exchanges = pl.Exchanges[i : i+1]
+		logs[i] = newRecorder(h)
+		var s []*exchange.Schedule
+		s, errs[i] = emit.Exchanges(&sub, addrs, slog.New(logs[i]))
+		if errs[i] == nil {
+			scheds[i] = s[0]
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return scheds, logs, nil
+}
+
+// horizons are the schedules' horizons by phase.
+func horizons(scheds []*exchange.Schedule) []int {
+	h := make([]int, len(scheds))
+	for i, s := range scheds {
+		h[i] = s.Horizon
+	}
+	return h
+}
+
+// parallelDo runs fn(0..n-1) concurrently and waits.
+func parallelDo(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// recorder is a slog handler that keeps records (with the attributes of
+// WithAttrs; groups are flattened) to be replayed later into another
+// handler, so that concurrent finalists do not interleave their lines and
+// only the chosen one's appear.
+type recorder struct {
+	base  slog.Handler
+	mu    *sync.Mutex
+	recs  *[]slog.Record
+	attrs []slog.Attr
+}
+
+func newRecorder(base slog.Handler) *recorder {
+	return &recorder{base: base, mu: new(sync.Mutex), recs: new([]slog.Record)}
+}
+
+func (h *recorder) Enabled(ctx context.Context, l slog.Level) bool { return h.base.Enabled(ctx, l) }
+
+func (h *recorder) Handle(_ context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(h.attrs...)
+	h.mu.Lock()
+	*h.recs = append(*h.recs, r)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *recorder) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(slices.Clone(h.attrs), as...)
+	return &c
+}
+
+func (h *recorder) WithGroup(string) slog.Handler { return h }
+
+func (h *recorder) replay(to slog.Handler) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range *h.recs {
+		if to.Enabled(context.Background(), r.Level) {
+			_ = to.Handle(context.Background(), r)
+		}
+	}
 }

@@ -228,6 +228,9 @@ type Options struct {
 	// values) instead of the fast f16 form (9 bundles, |error| <= 2.1e-3
 	// before GEMM2, well inside the output tolerance).
 	GeluPrecise bool
+	// Only, when set, keeps only the candidate it names (the choice a
+	// package records, so that its plan can be regenerated).
+	Only *Choice
 }
 
 // split divides n into k balanced consecutive parts, returning k+1 bounds.
@@ -329,13 +332,19 @@ func Lower(p *Problem, opts Options) (*Plan, error) {
 	if T < 1 || T > target.Tiles {
 		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
 	}
-	if p.Kind == KindMLP {
-		return lowerMLP(p, opts)
+	cands, err := Candidates(p, opts, 1)
+	if err != nil {
+		return nil, err
 	}
+	return Build(p, opts, cands[0]), nil
+}
+
+// gemmCandidates enumerates the feasible GEMM grids in planner order.
+func gemmCandidates(p *Problem, opts Options) ([]Candidate, error) {
+	T := opts.Tiles
 	groups := ceilDiv(p.N, 16)
 	maxC := min(groups, T)
-	var best *Grid
-	var bestE Estimate
+	var out []Candidate
 	var lastErr error
 	for C := 1; C <= maxC; C++ {
 		if opts.ForceC != 0 && C != opts.ForceC {
@@ -359,21 +368,15 @@ func Lower(p *Problem, opts Options) (*Plan, error) {
 				continue
 			}
 		}
-		e := estimate(&g)
-		if best == nil || e.Total < bestE.Total {
-			gg := g
-			best, bestE = &gg, e
-		}
+		out = append(out, Candidate{Grid: g, Estimate: estimate(&g)})
 	}
-	if best == nil {
+	if len(out) == 0 {
 		if lastErr == nil {
 			lastErr = fmt.Errorf("no grid")
 		}
 		return nil, fmt.Errorf("compiler v0: %s m=%d k=%d n=%d does not fit on %d tiles: %w", p.Kind, p.M, p.K, p.N, T, lastErr)
 	}
-	pl := &Plan{Problem: p, Tiles: T, Grid: *best, Estimate: bestE}
-	pl.build()
-	return pl, nil
+	return out, nil
 }
 
 // tileBuffers are the buffers of GEMM grid tile (i, j).

@@ -189,6 +189,10 @@ func mlpFeasible(p *Problem, g *Grid) error {
 	return nil
 }
 
+// Supervisor work around each call and phase of the MLP model: argument
+// setup, the call, sync 2 and sync 3 of an exchange.
+const callCycles, phaseCycles = 30, 60
+
 // mlpEstimate models the cycles of the slowest tile with the compiler/cost
 // kernel and exchange models (every step is a BSP superstep, so the
 // largest tile shares are charged).
@@ -204,9 +208,6 @@ func mlpEstimate(p *Problem, g *Grid, precise bool) Estimate {
 	if precise {
 		pr = 1
 	}
-	// Supervisor work around each call and phase: argument setup, the
-	// call, sync 2 and sync 3 of an exchange.
-	const callCycles, phaseCycles = 30, 60
 	var e, chunk Estimate
 	chunk.Gemm = int(cost.GemmF16(g.Kp, w, rc) + cost.GemmF16(w, g.Kp, rc))
 	chunk.Elementwise = int(cost.GeluF16(rc*w, pr)) + 4*callCycles
@@ -308,15 +309,14 @@ func mlpCodeBytes(p *Problem, g *Grid) int {
 	return code
 }
 
-// lowerMLP chooses the MLP grid, chunking and weight mode and builds the
-// plan.
-func lowerMLP(p *Problem, opts Options) (*Plan, error) {
+// mlpCandidates enumerates the feasible MLP grids, chunkings and weight
+// modes in planner order.
+func mlpCandidates(p *Problem, opts Options) ([]Candidate, error) {
 	T := opts.Tiles
 	groups := ceilDiv(p.N, 16)
 	maxC := min(groups, T, MaxReduceParts)
 	nb := len(p.Blocks)
-	var best *Grid
-	var bestE Estimate
+	var out []Candidate
 	// lastErr is why the last candidate failed; memErr the last memory
 	// failure, the usual reason and the most useful to report.
 	var lastErr, memErr error
@@ -336,11 +336,7 @@ func lowerMLP(p *Problem, opts Options) (*Plan, error) {
 				return false
 			}
 		}
-		e := mlpEstimate(p, &g, opts.GeluPrecise)
-		if best == nil || e.Total < bestE.Total {
-			gg := g
-			best, bestE = &gg, e
-		}
+		out = append(out, Candidate{Grid: g, Estimate: mlpEstimate(p, &g, opts.GeluPrecise)})
 		return true
 	}
 	for C := 1; C <= maxC; C++ {
@@ -410,7 +406,7 @@ func lowerMLP(p *Problem, opts Options) (*Plan, error) {
 			}
 		}
 	}
-	if best == nil {
+	if len(out) == 0 {
 		if memErr != nil {
 			lastErr = memErr
 		}
@@ -419,9 +415,7 @@ func lowerMLP(p *Problem, opts Options) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("compiler v0: %s m=%d k=%d n=%d blocks=%d does not fit on %d tiles: %w", p.Kind, p.M, p.K, p.N, nb, T, lastErr)
 	}
-	pl := &Plan{Problem: p, Tiles: T, Grid: *best, Estimate: bestE, GeluPrecise: opts.GeluPrecise}
-	pl.buildMLP()
-	return pl, nil
+	return out, nil
 }
 
 // buildMLP builds the MLP plan's work lists, bindings and phases.

@@ -1,0 +1,205 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ipustack/ipustack/compiler/emit"
+	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/device"
+)
+
+// compileLogged compiles with a JSON logger and returns the result and
+// every log line as a map.
+func compileLogged(t *testing.T, cfg Config) (*Result, []map[string]any) {
+	t.Helper()
+	var buf bytes.Buffer
+	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	cfg.CompilerVersion = "test"
+	res, err := Compile(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("compile %+v: %v", cfg.Recipe, err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	return res, lines
+}
+
+func num(t *testing.T, m map[string]any, k string) int {
+	t.Helper()
+	v, ok := m[k].(float64)
+	if !ok {
+		t.Fatalf("line %v: no numeric %q", m, k)
+	}
+	return int(v)
+}
+
+// TestFinalistRerank: a small MLP logs its finalists in rank order (by
+// mid_cycles), the chosen one has the fewest low_cycles (a finalist left
+// unscheduled has a bound no better than the choice), the final line
+// repeats its cycles, the package records the choice (so that it runs
+// from its recipe alone), and the emulated cycles are within 10 % of
+// final_cycles.
+func TestFinalistRerank(t *testing.T) {
+	for _, r := range []Recipe{
+		mlpRecipe(77, 72, 200, 64),
+		mlpRecipe(64, 128, 512, 64),
+		mlpRecipeFull(50, 64, 96, 2, 16, true),
+		mlpRecipe(96, 128, 256, 32),
+	} {
+		t.Run(r.Flags.MLP.Name()+"-t"+itoa(r.Tiles), func(t *testing.T) {
+			res, lines := compileLogged(t, Config{Recipe: r})
+			var fins []map[string]any
+			var final map[string]any
+			for _, l := range lines {
+				switch l["msg"] {
+				case "costed planning finalist":
+					fins = append(fins, l)
+				case "costed final placed program":
+					final = l
+				case "costed planning finalist dropped":
+					t.Errorf("dropped finalist: %v", l)
+				}
+			}
+			if len(fins) < 2 || final == nil {
+				t.Fatalf("%d finalist lines, final line %v", len(fins), final)
+			}
+			best, bestRank := 0, 0
+			for i, f := range fins {
+				if num(t, f, "rank") != i+1 {
+					t.Fatalf("finalist %d: %v", i, f)
+				}
+				if i > 0 && num(t, f, "mid_cycles") < num(t, fins[i-1], "mid_cycles") {
+					t.Fatalf("finalists not ordered by mid_cycles: %v after %v", f, fins[i-1])
+				}
+				if f["low_cycles_is_bound"] == true {
+					continue
+				}
+				if num(t, f, "low_cycles_bound") > num(t, f, "low_cycles") {
+					t.Fatalf("finalist's bound above its costed cycles: %v", f)
+				}
+				if low := num(t, f, "low_cycles"); bestRank == 0 || low < best {
+					best, bestRank = low, i+1
+				}
+			}
+			for _, f := range fins {
+				if f["low_cycles_is_bound"] == true && num(t, f, "low_cycles") < best {
+					t.Fatalf("unscheduled finalist's bound %v beats the choice %d", f, best)
+				}
+			}
+			if num(t, final, "rank") != bestRank || num(t, final, "final_cycles") != best {
+				t.Fatalf("final %v, want rank %d with %d cycles", final, bestRank, best)
+			}
+			if c := res.Recipe.Plan; c == nil || *c != res.Plan.Choice() {
+				t.Fatalf("recorded plan %v, chosen %v", c, res.Plan.Choice())
+			}
+			rr, err := RecipeOf(res.Package)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Run(context.Background(), res.Package, rr, nil, nil, RunOptions{Logger: quiet,
+				DeviceOptions: device.Options{NoLock: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.NumericalTest != "PASS" {
+				t.Fatal(m.Line())
+			}
+			pred := num(t, final, "final_cycles")
+			dev := (float64(m.Cycles) - float64(pred)) / float64(m.Cycles)
+			t.Logf("plan %v (rank %d): %d finalists, final_cycles=%d final_exchange=%d emulated=%d (%+.1f%%)",
+				res.Plan.Choice(), bestRank, len(fins), pred, num(t, final, "final_exchange"), m.Cycles, 100*dev)
+			if dev > 0.10 || dev < -0.10 {
+				t.Fatalf("final_cycles=%d is %+.1f%% off the emulated %d", pred, 100*dev, m.Cycles)
+			}
+		})
+	}
+}
+
+// TestRerankDeterministic: the reranked package is byte-identical for
+// GOMAXPROCS 1 and 2 (the phases of a finalist are scheduled
+// concurrently).
+func TestRerankDeterministic(t *testing.T) {
+	r := mlpRecipeFull(50, 64, 96, 2, 16, true)
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	var pkgs [2][]byte
+	var choices [2]string
+	for i := range pkgs {
+		runtime.GOMAXPROCS(i + 1)
+		res, _ := compileLogged(t, Config{Recipe: r})
+		b, err := res.Package.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgs[i], choices[i] = b, res.Plan.Choice().String()
+	}
+	if !bytes.Equal(pkgs[0], pkgs[1]) {
+		t.Fatalf("GOMAXPROCS 1 and 2 packages differ (%s, %d bytes vs %s, %d bytes)", choices[0], len(pkgs[0]), choices[1], len(pkgs[1]))
+	}
+}
+
+// TestFinalistBoundsHold schedules every finalist (no pruning) of small
+// workloads: each one's costed cycles with its phases at their lower
+// bounds (what rerank prunes with) never exceed its costed cycles, and
+// rerank chooses the finalist with the fewest costed cycles of all.
+func TestFinalistBoundsHold(t *testing.T) {
+	for _, r := range []Recipe{
+		mlpRecipe(77, 72, 200, 64),
+		mlpRecipe(64, 128, 512, 64),
+		mlpRecipeFull(50, 64, 96, 2, 16, true),
+		gemmRecipe(100, 200, 300, 64),
+	} {
+		t.Run(r.Workload+"-"+itoa(r.Tiles), func(t *testing.T) {
+			_, p, opts, err := problem(r, low.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cands, err := low.Candidates(p, opts, low.DefaultFinalists)
+			if err != nil {
+				t.Fatal(err)
+			}
+			best, bestRank := 0, 0
+			for i, c := range cands {
+				pl := low.Build(p, opts, c)
+				addrs, err := emit.PlaceAll(pl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scheds, _, err := schedule(pl, addrs, quiet.Handler())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, bound := pl.Costed(horizons(scheds)), pl.Costed(pl.PhaseLowerBounds())
+				if bound.Total > got.Total {
+					t.Errorf("rank %d %v: bound %d above costed %d", i+1, pl.Choice(), bound.Total, got.Total)
+				}
+				if bestRank == 0 || got.Total < best {
+					best, bestRank = got.Total, i+1
+				}
+			}
+			res, lines := compileLogged(t, Config{Recipe: r})
+			for _, l := range lines {
+				if l["msg"] == "costed final placed program" {
+					if num(t, l, "rank") != bestRank || num(t, l, "final_cycles") != best {
+						t.Fatalf("rerank chose %v, want rank %d with %d cycles", l, bestRank, best)
+					}
+					t.Logf("%v: rank %d of %d, %d cycles", res.Plan.Choice(), bestRank, len(cands), best)
+					return
+				}
+			}
+			t.Fatal("no final line")
+		})
+	}
+}

@@ -1,0 +1,200 @@
+package low
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ipustack/ipustack/target"
+)
+
+// DefaultFinalists is how many candidates the driver reranks by default.
+const DefaultFinalists = 8
+
+// Choice names one v0 candidate: the grid, the row chunks and the weight
+// mode. A package records the chosen one (build.Recipe.Plan) so that its
+// plan can be regenerated without the rerank.
+type Choice struct {
+	R        int  `json:"r"`
+	C        int  `json:"c"`
+	Q        int  `json:"q,omitempty"`
+	Stream   bool `json:"stream,omitempty"`
+	ColMajor bool `json:"column_major,omitempty"`
+}
+
+func (c Choice) String() string {
+	return fmt.Sprintf("%dx%d q=%d stream=%v colmajor=%v", c.R, c.C, c.Q, c.Stream, c.ColMajor)
+}
+
+// Candidate is one feasible plan shape and its cost-model estimate.
+type Candidate struct {
+	Grid     Grid
+	Estimate Estimate
+}
+
+// Choice names the candidate.
+func (c *Candidate) Choice() Choice {
+	g := &c.Grid
+	return Choice{R: g.R, C: g.C, Q: g.Q, Stream: g.Stream, ColMajor: g.ColMajor}
+}
+
+// Choice names the plan's candidate.
+func (pl *Plan) Choice() Choice {
+	c := Candidate{Grid: pl.Grid}
+	return c.Choice()
+}
+
+// Candidates returns up to n (n <= 0: every) feasible candidate of the v0
+// search, ordered by estimate (Estimate.Total, the "mid" cycles); equal
+// estimates keep the planner's enumeration order, so the first is the
+// plan Lower builds. opts.Only keeps just the candidate it names.
+func Candidates(p *Problem, opts Options, n int) ([]Candidate, error) {
+	T := opts.Tiles
+	if T < 1 || T > target.Tiles {
+		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
+	}
+	var cands []Candidate
+	var err error
+	if p.Kind == KindMLP {
+		cands, err = mlpCandidates(p, opts)
+	} else {
+		cands, err = gemmCandidates(p, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.Only != nil {
+		only := *opts.Only
+		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return c.Choice() != only })
+		if len(cands) == 0 {
+			return nil, fmt.Errorf("compiler v0: %s m=%d k=%d n=%d: the recorded plan %v is not a feasible candidate on %d tiles",
+				p.Kind, p.M, p.K, p.N, only, T)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b Candidate) int { return a.Estimate.Total - b.Estimate.Total })
+	if n > 0 && len(cands) > n {
+		cands = cands[:n]
+	}
+	return cands, nil
+}
+
+// Build builds the plan of a candidate of Candidates(p, opts, ...).
+func Build(p *Problem, opts Options, c Candidate) *Plan {
+	pl := &Plan{Problem: p, Tiles: opts.Tiles, Grid: c.Grid, Estimate: c.Estimate}
+	if p.Kind == KindMLP {
+		pl.GeluPrecise = opts.GeluPrecise
+		pl.buildMLP()
+	} else {
+		pl.build()
+	}
+	return pl
+}
+
+// PhaseRuns is how many times each exchange phase runs in the timed part
+// of call "run" (between its two cycle samples; loops multiply), for the
+// tile that runs it most. Phases run by "initialize" only count 0.
+func (pl *Plan) PhaseRuns() []int {
+	runs := make([]int, len(pl.Exchanges))
+	tile := make([]int, len(pl.Exchanges))
+	for l := range pl.Programs {
+		clear(tile)
+		timed := false
+		var walk func(ops []Op, mult int)
+		walk = func(ops []Op, mult int) {
+			for _, op := range ops {
+				switch op.Kind {
+				case OpSample:
+					timed = op.Sample == 0
+				case OpExchange:
+					if timed {
+						tile[op.Phase] += mult
+					}
+				case OpLoop:
+					walk(op.Body, mult*op.Count)
+				}
+			}
+		}
+		walk(pl.Programs[l].Calls[1], 1)
+		for i, n := range tile {
+			runs[i] = max(runs[i], n)
+		}
+	}
+	return runs
+}
+
+// PhaseOverheadCycles is what the cost model charges one exchange phase
+// beyond the phase itself (its events from the common start to the last
+// tile's last event, which include the route and payload latency): the
+// global sync, and the supervisor's sync 2 / sync 3 (MLP) or the GEMM
+// model's fixed allowance.
+func (pl *Plan) PhaseOverheadCycles() int {
+	if pl.Problem.Kind == KindMLP {
+		return target.GlobalSyncCycles + phaseCycles
+	}
+	return target.GlobalSyncCycles + 1 + 44
+}
+
+// Costed returns the estimate with the modelled exchange replaced by the
+// scheduled phases: horizons[i] is phase i's scheduled horizon (events),
+// charged PhaseRuns()[i] times plus PhaseOverheadCycles each.
+func (pl *Plan) Costed(horizons []int) Estimate {
+	e := pl.Estimate
+	runs := pl.PhaseRuns()
+	x := 0
+	for i, n := range runs {
+		if n == 0 || horizons[i] == 0 {
+			continue
+		}
+		x += n * (horizons[i] + pl.PhaseOverheadCycles())
+	}
+	e.Total += x - e.Exchange
+	e.Exchange = x
+	return e
+}
+
+// PhaseLowerBounds is, for each exchange phase, a lower bound on the
+// horizon of any schedule of it: the largest number of items any tile
+// sends or receives, every tile moving at most one item per event. A
+// word is an item, except that a multicast may reach a destination whose
+// pair partner it also reaches as 8-byte paired items (half the events,
+// and the sender's partner carries them too); the bound counts every such
+// destination, and its sender, at the paired rate, so it holds whichever
+// way compiler/exchange sends the phase (splitting and chunking only add
+// sends).
+func (pl *Plan) PhaseLowerBounds() []int {
+	out := make([]int, len(pl.Exchanges))
+	send := make([]int, len(pl.Programs))
+	recv := make([]int, len(pl.Programs))
+	partnerOf := map[int]int{} // physical -> logical
+	for l := range pl.Programs {
+		partnerOf[pl.Programs[l].Physical] = l
+	}
+	for i, ph := range pl.Exchanges {
+		clear(send)
+		clear(recv)
+		for _, t := range ph.Transfers {
+			dst := map[int]bool{}
+			for _, d := range t.Dsts {
+				dst[d.Tile] = true
+			}
+			pairable := false
+			for _, d := range t.Dsts {
+				p, ok := partnerOf[target.Partner(pl.Programs[d.Tile].Physical)]
+				if ok && dst[p] {
+					pairable = true
+					recv[d.Tile] += t.Words / 2
+				} else {
+					recv[d.Tile] += t.Words
+				}
+			}
+			if pairable {
+				send[t.Src] += t.Words / 2
+			} else {
+				send[t.Src] += t.Words
+			}
+		}
+		for l := range send {
+			out[i] = max(out[i], send[l], recv[l])
+		}
+	}
+	return out
+}
