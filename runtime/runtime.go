@@ -72,6 +72,12 @@ type Result struct {
 	// Tiles is the package's tile count; SampledTiles those with samples.
 	Tiles        int
 	SampledTiles int
+	// Samples holds, per physical tile of the package's profile plan, the
+	// words read at its samples' addresses, in the plan's sample order
+	// (ipuexe.TileProfile.Samples); nil when the package has no plan.
+	Samples map[int][]uint32
+	// SampleWords is the number of sample words read.
+	SampleWords  int
 	StartupMark  int
 	ConfigWrites int
 	Initialize   device.CallStats // zero when the package has no "initialize"
@@ -234,22 +240,37 @@ func configWrites(pkg *ipuexe.Package, file string) ([]config.Write, error) {
 // (target.ProfileStartCycle, ProfileEndCycle) of every tile.
 func cycles(pkg *ipuexe.Package, s device.Session, res *Result) error {
 	type plan struct {
-		tile  int
-		addrs []uint32
+		tile        int
+		addrs       []uint32
+		first, last int // indices in addrs of the span's ends
+		keep        bool
 	}
 	var plans []plan
 	if len(pkg.Profile.Tiles) == 0 {
 		for _, t := range pkg.Tiles {
-			plans = append(plans, plan{int(t.Physical), []uint32{target.ProfileStartCycle, target.ProfileEndCycle}})
+			plans = append(plans, plan{int(t.Physical), []uint32{target.ProfileStartCycle, target.ProfileEndCycle}, 0, 1, false})
 		}
 	}
 	for _, tp := range pkg.Profile.Tiles {
 		if len(tp.Samples) < 2 {
 			continue
 		}
-		smp := slices.Clone(tp.Samples)
-		slices.SortStableFunc(smp, func(a, b ipuexe.ProfileSample) int { return int(a.Step) - int(b.Step) })
-		plans = append(plans, plan{int(tp.Tile), []uint32{smp[0].Address, smp[len(smp)-1].Address}})
+		// Read every sample; the span is between the first and the last
+		// step's (by step index).
+		first, last := 0, 0
+		for i, sm := range tp.Samples {
+			if sm.Step < tp.Samples[first].Step {
+				first = i
+			}
+			if sm.Step >= tp.Samples[last].Step {
+				last = i
+			}
+		}
+		addrs := make([]uint32, len(tp.Samples))
+		for i, sm := range tp.Samples {
+			addrs[i] = sm.Address
+		}
+		plans = append(plans, plan{int(tp.Tile), addrs, first, last, true})
 	}
 	first := true
 	for _, p := range plans {
@@ -257,7 +278,14 @@ func cycles(pkg *ipuexe.Package, s device.Session, res *Result) error {
 		if err != nil {
 			return fmt.Errorf("runtime: cycle samples: %w", err)
 		}
-		span := uint64(w[1] - w[0])
+		if p.keep {
+			if res.Samples == nil {
+				res.Samples = map[int][]uint32{}
+			}
+			res.Samples[p.tile] = w
+			res.SampleWords += len(w)
+		}
+		span := uint64(w[p.last] - w[p.first])
 		res.SampledTiles++
 		if first || span > res.Cycles {
 			res.Cycles, res.CycleTile = span, p.tile

@@ -21,15 +21,19 @@ func newRunCmd() *cobra.Command {
 		asJSON   bool
 		dev      string
 		lockWait time.Duration
+		profPath string
 	)
 	cmd := &cobra.Command{
-		Use:   "run [FILE.ipuexe | --workload NAME [shape flags] [--tiles N]] [--json]",
+		Use:   "run [FILE.ipuexe | --workload NAME [shape flags] [--tiles N]] [--json] [--profile FILE]",
 		Short: "run a package (or build and run a workload) on a device and check it",
 		Long: `run runs an application package built by ipu build, or builds the workload
 given by the flags (default: siglip-mlp-f16 on 1472 tiles) and runs it, on the
 device (default: the emulator). It checks the output against the host reference
 and prints one metrics line of key=value (--json: one JSON object). It exits 0
-only when numericalTest=PASS.`,
+only when numericalTest=PASS. --profile FILE also writes the run profile
+(per-tile steps from the cycle samples, exchange phases, memory maps, plan;
+see docs/PROFILE.md and ipu profile) and adds profile= and samples= to the
+metrics.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -44,7 +48,7 @@ only when numericalTest=PASS.`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch f.Name {
-					case "json", "device", "lock-wait", "no-kernel-cache":
+					case "json", "device", "lock-wait", "no-kernel-cache", "profile":
 					default:
 						changed = append(changed, "--"+f.Name)
 					}
@@ -80,7 +84,7 @@ only when numericalTest=PASS.`,
 				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
 			}
 			t0 := time.Now()
-			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: device.Options{LockWait: lockWait}})
+			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: device.Options{LockWait: lockWait}, Profile: profPath})
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
@@ -100,5 +104,6 @@ only when numericalTest=PASS.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metrics as one JSON object")
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
+	cmd.Flags().StringVar(&profPath, "profile", "", "write the run profile to this file (adds profile= and samples= to the metrics)")
 	return cmd
 }

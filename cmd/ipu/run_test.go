@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +148,99 @@ func TestRunMLPBlocksBiases(t *testing.T) {
 	}
 	if !strings.Contains(errs, "row_chunks=") || !strings.Contains(errs, "blocks=2") {
 		t.Errorf("the plan log lacks the fit choices:\n%s", errs)
+	}
+}
+
+// ipu run --profile writes a real profile: it validates (profile query
+// reads it), its per-kind totals add up to the run's cycles and its steps
+// name the kernels and graph operations.
+func TestRunProfile(t *testing.T) {
+	t.Setenv("IPUSTACK_DEVICE_LOCK", filepath.Join(t.TempDir(), "lock"))
+	prof := filepath.Join(t.TempDir(), "mlp.prof")
+	code, out, errs := ipu(t, "run", "--no-kernel-cache", "--workload", "mlp", "--tokens", "50", "--dim", "64", "--hidden", "96",
+		"--tiles", "16", "--profile", prof)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errs)
+	}
+	line := map[string]string{}
+	var keys []string
+	for _, kv := range strings.Fields(out) {
+		k, v, _ := strings.Cut(kv, "=")
+		line[k] = v
+		keys = append(keys, k)
+	}
+	if want := strings.Join(append(append([]string(nil), metricKeys...), "profile", "samples"), " "); strings.Join(keys, " ") != want {
+		t.Fatalf("metrics keys %v, want %s", keys, want)
+	}
+	if line["profile"] != prof || line["samples"] == "0" || line["numericalTest"] != "PASS" {
+		t.Fatalf("metrics %v", line)
+	}
+	var cycles, minCycles, active uint64
+	for k, p := range map[string]*uint64{"cycles": &cycles, "minimumTileCycles": &minCycles, "activeTiles": &active} {
+		if _, err := fmt.Sscan(line[k], p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code, out, errs = ipu(t, "profile", "query", prof, "--group-by", "kind", "--json")
+	if code != 0 {
+		t.Fatalf("query: exit %d\n%s\n%s", code, out, errs)
+	}
+	var r struct {
+		Tiles  int    `json:"tiles"`
+		Cycles uint64 `json:"cycles"`
+		Groups []struct {
+			Key        string `json:"key"`
+			Tiles      int    `json:"tiles"`
+			WorkCycles uint64 `json:"workCycles"`
+		} `json:"groups"`
+		Total struct {
+			WorkCycles uint64 `json:"workCycles"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("query --json %q: %v", out, err)
+	}
+	// The profile's span runs from the earliest tile's run.start to the
+	// latest run.end: the run's longest tile span plus the skew of the
+	// tiles' starts (a few cycles).
+	if r.Tiles != 16 || r.Cycles < cycles || r.Cycles > cycles+cycles/100 {
+		t.Fatalf("profile of %d tiles, %d cycles; the run: 16 tiles, %d cycles", r.Tiles, r.Cycles, cycles)
+	}
+	var busy, sum uint64
+	kinds := map[string]bool{}
+	for _, g := range r.Groups {
+		sum += g.WorkCycles
+		kinds[g.Key] = true
+		if g.Key != "idle" {
+			busy += g.WorkCycles
+		}
+	}
+	if sum != r.Total.WorkCycles || sum != r.Cycles*16 {
+		t.Errorf("kind totals %d (total %d), want cycles x tiles = %d", sum, r.Total.WorkCycles, r.Cycles*16)
+	}
+	// Every active tile's steps cover its span run.start..run.end: the
+	// busy work lies between active x minimum and active x maximum span.
+	if busy < active*minCycles || busy > active*cycles {
+		t.Errorf("busy work %d not within [%d, %d]", busy, active*minCycles, active*cycles)
+	}
+	for _, k := range []string{"compute", "exchange", "sync"} {
+		if !kinds[k] {
+			t.Errorf("no %s steps: %s", k, out)
+		}
+	}
+
+	code, out, errs = ipu(t, "profile", "query", prof, "--group-by", "kernel")
+	if code != 0 {
+		t.Fatalf("query: exit %d\n%s", code, errs)
+	}
+	for _, k := range []string{"gemm_f16", "gelu_f16", "copy_f16"} {
+		if !strings.Contains(out, k) {
+			t.Errorf("kernel query lacks %s:\n%s", k, out)
+		}
+	}
+	code, out, _ = ipu(t, "profile", "query", prof, "--group-by", "operation")
+	if code != 0 || !strings.Contains(out, "block0.fc1") || !strings.Contains(out, "block0.fc2") || !strings.Contains(out, "block0.gelu") {
+		t.Errorf("operation query:\n%s", out)
 	}
 }

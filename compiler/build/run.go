@@ -35,6 +35,10 @@ type Metrics struct {
 	Device               string  `json:"device"`
 	InputBytes           int64   `json:"inputBytes"`
 	WeightBytes          int64   `json:"weightBytes"`
+	// Profile is the profile file written (RunOptions.Profile) and Samples
+	// the cycle samples it was built from; both absent without one.
+	Profile string `json:"profile,omitempty"`
+	Samples uint64 `json:"samples,omitempty"`
 }
 
 // Line renders the metrics as one line of key=value, in the documented order.
@@ -48,6 +52,9 @@ func (m *Metrics) Line() string {
 		{"maximumAbsoluteError", f(m.MaximumAbsoluteError, 6)}, {"numericalTest", m.NumericalTest},
 		{"device", m.Device}, {"inputBytes", strconv.FormatInt(m.InputBytes, 10)},
 		{"weightBytes", strconv.FormatInt(m.WeightBytes, 10)},
+	}
+	if m.Profile != "" {
+		kv = append(kv, [2]string{"profile", m.Profile}, [2]string{"samples", strconv.FormatUint(m.Samples, 10)})
 	}
 	parts := make([]string, len(kv))
 	for i, p := range kv {
@@ -67,6 +74,9 @@ type RunOptions struct {
 	Device        string
 	DeviceOptions device.Options
 	Logger        *slog.Logger
+	// Profile, when set, is the file that receives the run profile
+	// (see Profile and docs/PROFILE.md).
+	Profile string
 }
 
 // Run runs a package built from recipe on a device, checks the output and
@@ -164,6 +174,19 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	}
 	if math.IsNaN(m.MaximumAbsoluteError) {
 		m.NumericalTest = "FAIL"
+	}
+	if opts.Profile != "" {
+		t2 := time.Now()
+		prof, err := Profile(pkg, pl, res, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := prof.WriteFile(opts.Profile); err != nil {
+			return nil, err
+		}
+		m.Profile, m.Samples = opts.Profile, prof.Samples
+		log.Info("wrote run profile", "path", opts.Profile, "samples", prof.Samples, "steps", prof.NumSteps(),
+			"cycles", prof.Cycles, "elapsed_ms", time.Since(t2).Milliseconds())
 	}
 	return m, nil
 }

@@ -9,7 +9,8 @@
 // which the tile copies the bytes the host wrote into its window to their
 // buffer (copy_f16). "run" samples $SCOUNT_L into the runtime state at
 // 0x58004 (start, after the inputs are in place) and 0x58008 (end, after
-// the outputs are), which is what the runtime reads. Every exchange phase
+// the outputs are), which is what the runtime reads; every step between
+// them is sampled into the tile's sample area (samples.go). Every exchange phase
 // is: `sync 2` (no worker runs), load the tile's row address from the row
 // table at 0x5800C + 4*phase, `sync 3`, branch to the row, which ends with
 // `br $m10`. Tiles without a transfer in a phase branch to a shared
@@ -69,12 +70,13 @@ func PlaceAll(pl *low.Plan) ([]Addresses, error) {
 	memo := map[string]Addresses{}
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
-		key := fmt.Sprint(t.Buffers)
+		bufs := append(append([]low.Buffer(nil), t.Buffers...), sampleBuffer(pl, t))
+		key := fmt.Sprint(bufs)
 		if a, ok := memo[key]; ok {
 			out[l] = a
 			continue
 		}
-		a, err := place.Place(t.Buffers)
+		a, err := place.Place(bufs)
 		if err != nil {
 			return nil, fmt.Errorf("tile %d (grid %d,%d): %w", l, t.Row, t.Col, err)
 		}
@@ -201,7 +203,7 @@ func Programs(pl *low.Plan, addrs []Addresses, ks map[string]*Compiled) (program
 	index := map[string]int{}
 	tileProgram = make([]int, len(pl.Programs))
 	for l := range pl.Programs {
-		p, err := program(&pl.Programs[l], addrs[l], ks)
+		p, err := program(&pl.Programs[l], addrs[l], ks, ringSamples(pl, &pl.Programs[l]))
 		if err != nil {
 			return nil, nil, fmt.Errorf("tile %d: %w", l, err)
 		}
@@ -216,11 +218,24 @@ func Programs(pl *low.Plan, addrs []Addresses, ks map[string]*Compiled) (program
 	return programs, tileProgram, nil
 }
 
-func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program, error) {
+func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool) (Program, error) {
 	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, "\t"+format+"\n", args...) }
+	// Samples (see samples.go): timed is set in the timed part of "run";
+	// every sample stores at the cursor (the sample area's word 0) and
+	// advances it by inc: 4 at a step's end, 0 for a scratch sample.
+	timed := false
+	sampleBase, hasSamples := a[SampleBuf]
+	sample := func(val, cur, ptr string, inc int) {
+		w("get %s, $SCOUNT_L", val)
+		w("setzi %s, %#x", cur, sampleBase)
+		w("ld32 %s, %s, $mzero, 0", ptr, cur)
+		w("st32 %s, %s, $mzero, 0", val, ptr)
+		w("add %s, %s, %d", ptr, ptr, inc)
+		w("st32 %s, %s, $mzero, 0", ptr, cur)
+	}
 	used := map[string]bool{}
 	label := 0
-	w := func(format string, args ...any) { fmt.Fprintf(&b, "\t"+format+"\n", args...) }
 	kernelCall := func(s Spec, args []low.Arg, depth int) error {
 		c, ok := ks[s.Key()]
 		if !ok {
@@ -267,6 +282,11 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 	var emitOps func(ops []low.Op, depth int) error
 	emitOps = func(ops []low.Op, depth int) error {
 		for _, op := range ops {
+			// Steps of the timed part end with a sample: top-level ones,
+			// and those in loops when the area holds every iteration's
+			// (then a loop itself is not a step).
+			sampled := timed && (depth < 0 || ring) && op.Kind != low.OpSample &&
+				!(op.Kind == low.OpLoop && ring)
 			switch op.Kind {
 			case low.OpHostSync:
 				w("sync 7")
@@ -286,6 +306,17 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 				w("ld32 $m1, $m0, $mzero, %d", op.Phase)
 				w("setzi $m10, .Lx%d", label)
 				w("sync 3")
+				// The end of the sync step ($m1 holds the row). Every
+				// `sync 3` of every tile is followed by the same six
+				// instructions, sampled or not (a scratch sample does not
+				// advance the cursor), so the rows stay aligned.
+				if hasSamples {
+					inc := 0
+					if sampled {
+						inc = 4
+					}
+					sample("$m0", "$m2", "$m3", inc)
+				}
 				w("br $m1")
 				fmt.Fprintf(&b, ".Lx%d:\n", label)
 			case low.OpSample:
@@ -293,6 +324,7 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 				w("get $m1, $SCOUNT_L")
 				w("setzi $m0, %#x", target.RuntimeStateBase)
 				w("st32 $m1, $m0, $mzero, %d", 1+op.Sample)
+				timed = op.Sample == 0 && depth < 0 && hasSamples && &ops[0] == &t.Calls[1][0]
 			case low.OpLoop:
 				if op.Depth <= depth || op.Depth >= low.MaxLoopDepth || op.Count < 1 || op.Count >= 1<<20 {
 					return fmt.Errorf("loop of %d iterations at level %d inside level %d", op.Count, op.Depth, depth)
@@ -314,11 +346,20 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled) (Program,
 				w("cmpult $m1, $m0, $m1")
 				w("brnz $m1, .Ll%d", top)
 			}
+			if sampled {
+				sample("$m1", "$m0", "$m2", 4)
+			}
 		}
 		return nil
 	}
 	for ci, name := range []string{"call_initialize", "call_run"} {
 		b.WriteString(name + ":\n")
+		if hasSamples {
+			// The cursor starts at the first step's word.
+			w("setzi $m0, %#x", sampleBase)
+			w("setzi $m1, %#x", sampleBase+4)
+			w("st32 $m1, $m0, $mzero, 0")
+		}
 		if err := emitOps(t.Calls[ci], -1); err != nil {
 			return Program{}, err
 		}
@@ -402,6 +443,8 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 		}
 	}
 	le := binary.LittleEndian
+	pkg.Profile.Steps = []ipuexe.ProfileStep{{Name: "run.start", Kind: "sync"}}
+	stepIndex := map[string]uint32{}
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
 		img := imgs[tileProgram[l]]
@@ -434,11 +477,35 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 		}
 		pkg.Tiles = append(pkg.Tiles, ipuexe.Tile{Physical: uint32(t.Physical), Entry: img.Entry, Segments: segs})
 		if t.Active() {
-			pkg.Profile.Tiles = append(pkg.Profile.Tiles, ipuexe.TileProfile{Tile: uint32(t.Physical), Samples: []ipuexe.ProfileSample{
-				{Address: target.ProfileStartCycle, Step: 0}, {Address: target.ProfileEndCycle, Step: 1}}})
+			// Samples in execution order: run.start, the sample area's
+			// words (samples.go), run.end (its step index set below: the
+			// last, so the runtime's span stays run.start..run.end).
+			smp := []ipuexe.ProfileSample{{Address: target.ProfileStartCycle, Step: 0}}
+			base, ok := addrs[l][SampleBuf]
+			steps := TimedSteps(pl, t)
+			for k, st := range steps[:max(0, len(steps)-1)] {
+				if !ok {
+					break
+				}
+				key := fmt.Sprintf("%d %s\x00%s", k+1, st.Name, st.Kind)
+				i, seen := stepIndex[key]
+				if !seen {
+					i = uint32(len(pkg.Profile.Steps))
+					stepIndex[key] = i
+					pkg.Profile.Steps = append(pkg.Profile.Steps, ipuexe.ProfileStep{Name: fmt.Sprintf("%d %s", k+1, st.Name), Kind: st.Kind})
+				}
+				smp = append(smp, ipuexe.ProfileSample{Address: base + 4*uint32(1+k), Step: i})
+			}
+			smp = append(smp, ipuexe.ProfileSample{Address: target.ProfileEndCycle})
+			pkg.Profile.Tiles = append(pkg.Profile.Tiles, ipuexe.TileProfile{Tile: uint32(t.Physical), Samples: smp})
 		}
 	}
-	pkg.Profile.Steps = []ipuexe.ProfileStep{{Name: "run.start", Kind: "compute"}, {Name: "run.end", Kind: "compute"}}
+	end := uint32(len(pkg.Profile.Steps))
+	pkg.Profile.Steps = append(pkg.Profile.Steps, ipuexe.ProfileStep{Name: "run.end", Kind: "sync"})
+	for i := range pkg.Profile.Tiles {
+		smp := pkg.Profile.Tiles[i].Samples
+		smp[len(smp)-1].Step = end
+	}
 
 	binding := func(hb low.HostBinding) (ipuexe.Binding, error) {
 		b := ipuexe.Binding{Name: hb.Name, DType: ipuexe.F16, Shape: []uint32{uint32(hb.Bytes / 2)}}

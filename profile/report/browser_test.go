@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/profile"
 )
 
@@ -86,8 +90,10 @@ func browser(t *testing.T) context.Context {
 // directory (go test -artifacts keeps it).
 func TestBrowserReport(t *testing.T) {
 	ctx := browser(t)
-	// The synthetic whole-chip profile stands in for a real run's until
-	// the compiler writes profiles (docs/PROFILE.md).
+	// The synthetic whole-chip profile: every one of its 1472 rows has
+	// steps (a real full-chip run leaves 14 tiles idle, and takes longer
+	// than this test's budget); TestBrowserReportRealRun renders a real
+	// run's profile.
 	p := profile.Synthetic(1472, 1)
 	dir := t.ArtifactDir()
 	page := filepath.Join(dir, "report.html")
@@ -362,4 +368,139 @@ func fileSize(t *testing.T, name string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestBrowserReportRealRun renders the profile of a real small MLP run
+// (ipu run --profile): the page opens without console errors or network
+// requests, draws every tile row, and choosing a kernel keeps its steps
+// and names its graph operation.
+func TestBrowserReportRealRun(t *testing.T) {
+	ctx := browser(t)
+	t.Setenv("IPUSTACK_DEVICE_LOCK", filepath.Join(t.TempDir(), "lock"))
+	r := build.Recipe{Workload: "mlp", Flags: graph.Flags{MLP: graph.MLPConfig{Batch: 1, Tokens: 50, Dim: 64, Hidden: 96, Blocks: 1}}, Tiles: 16}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	res, err := build.Compile(context.Background(), build.Config{Recipe: r, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.ArtifactDir()
+	file := filepath.Join(dir, "run.prof")
+	m, err := build.Run(context.Background(), res.Package, r, res.Graph, res.Plan, build.RunOptions{Logger: quiet, Profile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumericalTest != "PASS" || m.Profile != file || m.Samples == 0 {
+		t.Fatalf("metrics %s", m.Line())
+	}
+	p, err := profile.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Synthetic || p.Tiles() != 16 {
+		t.Fatalf("profile: synthetic %v, %d tiles", p.Synthetic, p.Tiles())
+	}
+	page := filepath.Join(dir, "run.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(f, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + page
+	var mu sync.Mutex
+	var problems, requests []string
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				problems = append(problems, "console."+string(ev.Type))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
+		case *network.EventRequestWillBeSent:
+			if ev.Request.URL != url && ev.Request.URL != "about:blank" {
+				requests = append(requests, ev.Request.URL)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`))); err != nil {
+		t.Fatal(err)
+	}
+	eval := func(expr string, v any) {
+		t.Helper()
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		if err := json.Unmarshal(raw, v); err != nil {
+			t.Fatalf("%s: %v (%s)", expr, err, raw)
+		}
+	}
+	rows, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#timeline`), "data-rows-drawn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var painted int
+	eval(paintedRows, &painted)
+	busy := 0
+	for _, ss := range p.Steps {
+		if len(ss) > 0 {
+			busy++
+		}
+	}
+	if rows.Value != "16" || painted < busy {
+		t.Errorf("timeline drew %q tile rows, %d painted; want 16 rows, %d with steps painted", rows.Value, painted, busy)
+	}
+	const kernel, operation = "gelu_f16", "block0.gelu"
+	want := 0
+	for _, ss := range p.Steps {
+		for _, s := range ss {
+			if s.Kernel == kernel {
+				want++
+			}
+		}
+	}
+	if want == 0 {
+		t.Fatalf("the real profile has no %s steps", kernel)
+	}
+	frame := chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => r(true)))`, chromedp.EvalAwaitPromise)
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#f-kernel`), kernel),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#f-kernel').dispatchEvent(new Event('change'))`),
+		frame); err != nil {
+		t.Fatal(err)
+	}
+	var matched int
+	eval(`window.ipuReport.stats.matched`, &matched)
+	if matched != want {
+		t.Errorf("kernel %s: %d steps match, want %d", kernel, matched, want)
+	}
+	d, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#details`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d, kernel) || !strings.Contains(d, operation) {
+		t.Errorf("details panel after choosing %s does not name %s:\n%s", kernel, operation, d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(problems, "\n"))
+	}
+	if len(requests) > 0 {
+		t.Errorf("the page made network requests: %v", requests)
+	}
 }

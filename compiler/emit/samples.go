@@ -1,0 +1,119 @@
+package emit
+
+import (
+	"fmt"
+
+	"github.com/ipustack/ipustack/compiler/low"
+)
+
+// Step sampling (docs/PROFILE.md). Every tile's "run" call stores its
+// cycle counter ($SCOUNT_L) at the end of every step of its timed part
+// (between low.OpSample 0 and 1): after each kernel call, after each
+// exchange phase's `sync 3` (the end of its sync step) and after its row
+// returns (the end of its exchange step). The samples go to the tile's
+// sample area, a buffer (SampleBuf) that compiler/place places with the
+// tile's other buffers: word 0 is a cursor, then one word per step in
+// execution order, then a scratch word. run.start and run.end stay at
+// target.ProfileStartCycle and ProfileEndCycle.
+//
+// A sample is six supervisor instructions: get, setzi (the cursor's
+// address), ld32 (the cursor), st32 (the sample), add, st32 (the cursor
+// advanced by 4, or by 0 for a scratch sample that the next one
+// overwrites). Every `sync 3` of every tile, active or idle, sampled or
+// not (initialize, loops sampled as one step), is followed by the same
+// six instructions, so the exchange rows stay aligned.
+//
+// Loops (low.OpLoop: an MLP's blocks or row chunks when there are
+// several) are sampled per iteration, the area sized by the loop counts,
+// when that takes at most MaxSampleWords words; otherwise each top-level
+// loop is sampled as one step (its body's samples are scratch), which
+// keeps the area bounded whatever the loop counts.
+
+// MaxSampleWords bounds a tile's sample area (in words).
+const MaxSampleWords = 1024
+
+// SampleBuf names the per-tile sample area in Addresses.
+const SampleBuf = "\x00samples"
+
+// TimedStep is one sampled step of a tile's "run" call.
+type TimedStep struct {
+	Name   string // "gemm_f16", "sync gather rows", "exchange gather rows", "loop 4x", "run.end"
+	Kind   string // "compute", "exchange", "sync" or "host"
+	Kernel string // kernel of a compute step
+	Phase  int    // exchange phase of a sync or exchange step; -1 otherwise
+	Op     *low.Op
+}
+
+// TimedSteps lists the sampled steps of a tile's "run" call in execution
+// order (loops expanded when sampled per iteration: ringSamples). The
+// last is run.end (sampled at target.ProfileEndCycle); the others are the
+// sample area's words 1.. in order.
+func TimedSteps(pl *low.Plan, t *low.TileProgram) []TimedStep {
+	return timedSteps(pl, t, ringSamples(pl, t))
+}
+
+// ringSamples reports whether the tile's loops are sampled per iteration.
+func ringSamples(pl *low.Plan, t *low.TileProgram) bool {
+	return len(timedSteps(pl, t, true))+1 <= MaxSampleWords
+}
+
+func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
+	var out []TimedStep
+	var visit func(ops []low.Op)
+	visit = func(ops []low.Op) {
+		for i := range ops {
+			op := &ops[i]
+			switch op.Kind {
+			case low.OpKernel:
+				out = append(out, TimedStep{Name: op.Kernel, Kind: "compute", Kernel: op.Kernel, Phase: -1, Op: op})
+			case low.OpHostCopy:
+				out = append(out, TimedStep{Name: "host copy", Kind: "host", Kernel: "copy_f16", Phase: -1, Op: op})
+			case low.OpHostSync:
+				out = append(out, TimedStep{Name: "host sync", Kind: "host", Phase: -1, Op: op})
+			case low.OpExchange:
+				name := fmt.Sprint(op.Phase)
+				if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
+					name = pl.Exchanges[op.Phase].Name
+				}
+				out = append(out,
+					TimedStep{Name: "sync " + name, Kind: "sync", Phase: op.Phase, Op: op},
+					TimedStep{Name: "exchange " + name, Kind: "exchange", Phase: op.Phase, Op: op})
+			case low.OpLoop:
+				if !ring {
+					out = append(out, TimedStep{Name: fmt.Sprintf("loop %dx", op.Count), Kind: "compute", Phase: -1, Op: op})
+					continue
+				}
+				for range op.Count {
+					visit(op.Body)
+				}
+			}
+		}
+	}
+	run := t.Calls[1]
+	for i := range run {
+		if run[i].Kind != low.OpSample || run[i].Sample != 0 {
+			continue
+		}
+		j := i + 1
+		for j < len(run) && run[j].Kind != low.OpSample {
+			j++
+		}
+		visit(run[i+1 : j])
+		if j < len(run) {
+			out = append(out, TimedStep{Name: "run.end", Kind: "sync", Phase: -1, Op: &run[j]})
+		}
+		break
+	}
+	return out
+}
+
+// SampleWords is the size in words of a tile's sample area: the cursor,
+// one per step but run.end, and the scratch word.
+func SampleWords(pl *low.Plan, t *low.TileProgram) int {
+	return len(TimedSteps(pl, t)) + 1
+}
+
+// sampleBuffer is the tile's sample area as a buffer to place.
+func sampleBuffer(pl *low.Plan, t *low.TileProgram) low.Buffer {
+	return low.Buffer{Name: SampleBuf, Bytes: 4 * SampleWords(pl, t), Align: 8}
+}
