@@ -1,11 +1,9 @@
 package ipuexe
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ipustack/ipustack/internal/envelope"
 
 	"capnproto.org/go/capnp/v3"
 
@@ -52,30 +50,9 @@ func Read(data []byte) (*Package, error) {
 // (ipu inspect) and must also show one that Validate refuses. Like Read,
 // it returns segment data that refers into data.
 func Decode(data []byte) (*Package, error) {
-	if len(data) < len(Magic) || !bytes.Equal(data[:len(Magic)], []byte(Magic)) {
-		n := min(len(data), len(Magic))
-		return nil, fmt.Errorf("%w: magic %q, want %q%s", ErrMagic, data[:n], Magic, otherKind(data))
-	}
-	if len(data) < HeaderSize {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrTruncated, len(data), HeaderSize)
-	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
-		return nil, fmt.Errorf("%w: format version %d, this reader supports %d", ErrVersion, v, FormatVersion)
-	}
-	if r := binary.LittleEndian.Uint32(data[12:]); r != 0 {
-		return nil, fmt.Errorf("%w: header reserved word is %#x, want 0", ErrCorrupt, r)
-	}
-	n := binary.LittleEndian.Uint64(data[16:])
-	have := uint64(len(data) - HeaderSize)
-	switch {
-	case n > have:
-		return nil, fmt.Errorf("%w: header says %d content bytes, file has %d", ErrTruncated, n, have)
-	case n < have:
-		return nil, fmt.Errorf("%w: %d bytes after the %d content bytes", ErrCorrupt, have-n, n)
-	}
-	content := data[HeaderSize:]
-	if sum := sha256.Sum256(content); !bytes.Equal(sum[:], data[24:56]) {
-		return nil, fmt.Errorf("%w: content SHA-256 is %x, header says %x", ErrChecksum, sum, data[24:56])
+	content, err := envelopeFormat.Open(data)
+	if err != nil {
+		return nil, err
 	}
 	p, err := decodeContent(content)
 	if err != nil {
@@ -385,14 +362,6 @@ func (d *decoder) profile(cp schema.Profile, pr *Profile) {
 	}
 }
 
-// otherKind names the file kinds ipustack knows, for the error of a file
-// given to the wrong command.
-func otherKind(data []byte) string {
-	switch {
-	case bytes.HasPrefix(data, []byte("\x7fELF")):
-		return ": it is an ELF file; see ipu objdump"
-	case bytes.HasPrefix(data, []byte("IPUPROF")):
-		return ": it is a profile; see ipu profile query"
-	}
-	return ""
-}
+// envelopeFormat is the package file's header (internal/envelope).
+var envelopeFormat = &envelope.Format{Magic: Magic, Version: FormatVersion,
+	ErrMagic: ErrMagic, ErrTruncated: ErrTruncated, ErrVersion: ErrVersion, ErrCorrupt: ErrCorrupt, ErrChecksum: ErrChecksum}

@@ -2,7 +2,6 @@ package ipuexe
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -86,14 +85,7 @@ func frame(msg *capnp.Message) ([]byte, error) {
 }
 
 // putHeader fills the fixed header of file from its content.
-func putHeader(file, content []byte) {
-	copy(file[0:8], Magic)
-	binary.LittleEndian.PutUint32(file[8:], FormatVersion)
-	binary.LittleEndian.PutUint32(file[12:], 0)
-	binary.LittleEndian.PutUint64(file[16:], uint64(len(content)))
-	sum := sha256.Sum256(content)
-	copy(file[24:56], sum[:])
-}
+func putHeader(file, content []byte) { envelopeFormat.PutHeader(file, content) }
 
 // collectBlobs lists the distinct non-empty segment data in order of first
 // use and returns, per tile and segment, its blob number (index + 1, 0 for

@@ -33,6 +33,8 @@
 // validate. Summary renders a package for `ipu inspect`.
 package ipuexe
 
+import "github.com/ipustack/ipustack/internal/envelope"
+
 // Magic opens every package file.
 const Magic = "IPUEXE1\x00"
 
@@ -42,7 +44,7 @@ const Magic = "IPUEXE1\x00"
 const FormatVersion = 1
 
 // HeaderSize is the size of the fixed header before the Cap'n Proto content.
-const HeaderSize = 56
+const HeaderSize = envelope.HeaderSize
 
 // Package is one compiled application.
 type Package struct {

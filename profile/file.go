@@ -1,10 +1,8 @@
 package profile
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
+	"github.com/ipustack/ipustack/internal/envelope"
 	"math"
 	"os"
 
@@ -25,7 +23,7 @@ import (
 const (
 	Magic         = "IPUPROF\x00"
 	FormatVersion = 1
-	HeaderSize    = 56
+	HeaderSize    = envelope.HeaderSize
 )
 
 // Marshal encodes p as a profile file. The bytes depend only on p.
@@ -42,14 +40,7 @@ func (p *Profile) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile: marshal: %w", err)
 	}
-	out := make([]byte, HeaderSize+len(m))
-	copy(out[HeaderSize:], m)
-	copy(out[0:8], Magic)
-	binary.LittleEndian.PutUint32(out[8:], FormatVersion)
-	binary.LittleEndian.PutUint64(out[16:], uint64(len(m)))
-	sum := sha256.Sum256(m)
-	copy(out[24:56], sum[:])
-	return out, nil
+	return envelopeFormat.Seal(m), nil
 }
 
 // WriteFile marshals p into the file name.
@@ -261,30 +252,9 @@ func Read(data []byte) (*Profile, error) {
 // Decode checks the header and checksum and decodes the profile without
 // validating it.
 func Decode(data []byte) (*Profile, error) {
-	if len(data) < len(Magic) || !bytes.Equal(data[:len(Magic)], []byte(Magic)) {
-		n := min(len(data), len(Magic))
-		return nil, fmt.Errorf("%w: magic %q, want %q%s", ErrMagic, data[:n], Magic, otherKind(data))
-	}
-	if len(data) < HeaderSize {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrTruncated, len(data), HeaderSize)
-	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
-		return nil, fmt.Errorf("%w: format version %d, this reader supports %d", ErrVersion, v, FormatVersion)
-	}
-	if r := binary.LittleEndian.Uint32(data[12:]); r != 0 {
-		return nil, fmt.Errorf("%w: header reserved word is %#x, want 0", ErrCorrupt, r)
-	}
-	n := binary.LittleEndian.Uint64(data[16:])
-	have := uint64(len(data) - HeaderSize)
-	switch {
-	case n > have:
-		return nil, fmt.Errorf("%w: header says %d content bytes, file has %d", ErrTruncated, n, have)
-	case n < have:
-		return nil, fmt.Errorf("%w: %d bytes after the %d content bytes", ErrCorrupt, have-n, n)
-	}
-	content := data[HeaderSize:]
-	if sum := sha256.Sum256(content); !bytes.Equal(sum[:], data[24:56]) {
-		return nil, fmt.Errorf("%w: content SHA-256 is %x, header says %x", ErrChecksum, sum, data[24:56])
+	content, err := envelopeFormat.Open(data)
+	if err != nil {
+		return nil, err
 	}
 	p, err := decode(content)
 	if err != nil {
@@ -488,16 +458,4 @@ func decode(content []byte) (*Profile, error) {
 
 func getGrid(c schema.Grid) Grid {
 	return Grid{Rows: int(c.Rows()), Cols: int(c.Cols()), Inner: int(c.Inner())}
-}
-
-// otherKind names the file kinds ipustack knows, for the error of a file
-// given to the wrong command.
-func otherKind(data []byte) string {
-	switch {
-	case bytes.HasPrefix(data, []byte("\x7fELF")):
-		return ": it is an ELF file; see ipu objdump"
-	case bytes.HasPrefix(data, []byte("IPUEXE")):
-		return ": it is an application package (.ipuexe); see ipu inspect"
-	}
-	return ""
 }

@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"github.com/ipustack/ipustack/internal/envelope"
 	"strings"
 )
 
@@ -144,3 +145,7 @@ var (
 	ErrCorrupt   = errors.New("profile: corrupt profile")
 	ErrInvalid   = errors.New("profile: invalid profile")
 )
+
+// envelopeFormat is the profile file's header (internal/envelope).
+var envelopeFormat = &envelope.Format{Magic: Magic, Version: FormatVersion,
+	ErrMagic: ErrMagic, ErrTruncated: ErrTruncated, ErrVersion: ErrVersion, ErrCorrupt: ErrCorrupt, ErrChecksum: ErrChecksum}
