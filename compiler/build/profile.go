@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ipustack/ipustack/compiler/emit"
+	"github.com/ipustack/ipustack/compiler/exchange"
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/place"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -21,9 +22,9 @@ import (
 // sample of its "run" call (emit.TimedSteps), cycles from the earliest
 // tile's run.start; the exchange phases run in that span with their
 // start (the earliest tile's row start), the scheduler's horizon and lower
-// bound (the schedules are rebuilt from the plan, as the build made them;
-// per-tile send and receive windows are not recorded: the schedule keeps
-// only each row's length); per tile the memory map (compiler/place); and
+// bound (the schedules are rebuilt from the plan, as the build made them)
+// and per tile its send and receive windows (phaseWindows); per tile the
+// memory map (compiler/place); and
 // the plan summary (GEMMs, grid, predicted cycles; no finalists: the v0
 // planner keeps none).
 func Profile(pkg *ipuexe.Package, pl *low.Plan, res *runtime.Result, workload string) (*profile.Profile, error) {
@@ -122,6 +123,7 @@ func Profile(pkg *ipuexe.Package, pl *low.Plan, res *runtime.Result, workload st
 		if st+ph.Horizon > end { // cannot happen: the row ran within the span
 			ph.Horizon, ph.Bound = end-st, min(ph.Bound, end-st)
 		}
+		ph.Windows = phaseWindows(s, logical, ph.Horizon)
 		b.AddExchangePhase(ph)
 	}
 
@@ -130,6 +132,56 @@ func Profile(pkg *ipuexe.Package, pl *low.Plan, res *runtime.Result, workload st
 	}
 	b.SetPlan(planSummary(pl))
 	return b.Build()
+}
+
+// phaseWindows is one window per logical tile with traffic in schedule s:
+// the span of its sends (first send's first event to the last send's last)
+// with the bytes they carry, and the span of its receive windows (the
+// events its incoming mux is set to a sender) with the bytes received,
+// cycles from the phase start (exchange.Schedule.Windows). A paired
+// send's borrowed partner lane is not a send of the partner: it carries
+// no bytes of the partner's and is left out. Windows are clipped to the
+// horizon (they never exceed it).
+func phaseWindows(s *exchange.Schedule, logical map[int]int, horizon uint64) []profile.Window {
+	byTile := map[int]*profile.Window{}
+	var tiles []int
+	clip := func(c int) uint32 { return uint32(min(uint64(max(0, c)), horizon)) }
+	for _, u := range s.Windows() {
+		if u.Kind == exchange.UsePartnerLane {
+			continue
+		}
+		l, ok := logical[u.Tile]
+		if !ok {
+			continue
+		}
+		w := byTile[l]
+		if w == nil {
+			w = &profile.Window{Tile: l}
+			byTile[l] = w
+			tiles = append(tiles, l)
+		}
+		a, e := clip(u.Start), clip(u.End)
+		switch u.Kind {
+		case exchange.UseSend:
+			if w.SendBytes == 0 && w.SendEnd == 0 {
+				w.SendStart = a
+			}
+			w.SendStart, w.SendEnd = min(w.SendStart, a), max(w.SendEnd, e)
+			w.SendBytes += uint32(u.Bytes)
+		case exchange.UseReceive:
+			if w.RecvBytes == 0 && w.RecvEnd == 0 {
+				w.RecvStart = a
+			}
+			w.RecvStart, w.RecvEnd = min(w.RecvStart, a), max(w.RecvEnd, e)
+			w.RecvBytes += uint32(u.Bytes)
+		}
+	}
+	sort.Ints(tiles)
+	out := make([]profile.Window, len(tiles))
+	for i, l := range tiles {
+		out[i] = *byTile[l]
+	}
+	return out
 }
 
 type stepProv struct{ op, value, reason string }

@@ -187,6 +187,8 @@ type Schedule struct {
 	// Compared is set when Build compared ordinary and paired schedules
 	// (before any multicast split).
 	Compared *Comparison
+
+	uses []Use // Windows
 }
 
 // DefaultGuard is the hardware rule of IPU21.md: no receive control on a
@@ -422,6 +424,7 @@ func Build(p Phase, opt Options) (*Schedule, error) {
 	}
 	s := &Schedule{Phase: p, LowerBound: r.pr.lowerBound, Guard: r.guard, PairedSends: r.pr.paired, SplitSends: splits, Compared: cmpr}
 	s.Tiles = progs
+	s.uses = uses(r.pr, r.pl)
 	for i := range progs {
 		s.Horizon = max(s.Horizon, progs[i].Events)
 	}

@@ -91,9 +91,9 @@ func browser(t *testing.T) context.Context {
 func TestBrowserReport(t *testing.T) {
 	ctx := browser(t)
 	// The synthetic whole-chip profile: every one of its 1472 rows has
-	// steps (a real full-chip run leaves 14 tiles idle, and takes longer
-	// than this test's budget); TestBrowserReportRealRun renders a real
-	// run's profile.
+	// steps. TestBrowserReportFullChipRun draws a real full-chip run's
+	// 1472 rows (14 idle; not with -short) and TestBrowserReportRealRun a
+	// small real run's.
 	p := profile.Synthetic(1472, 1)
 	dir := t.ArtifactDir()
 	page := filepath.Join(dir, "report.html")

@@ -101,7 +101,7 @@
   const match = new Uint8Array(N);
   let matched = 0;
   let selected = -1;
-  const R = { ready: false, openMs: 0, stats: { rowsDrawn: 0, stepsDrawn: 0, matched: 0, drawMs: 0 }, state: { V: V, F: F } };
+  const R = { ready: false, openMs: 0, stats: { rowsDrawn: 0, idleRows: 0, stepsDrawn: 0, matched: 0, drawMs: 0 }, state: { V: V, F: F } };
   window.ipuReport = R;
 
   function recompute() {
@@ -166,11 +166,15 @@
     fill(ctx, COL.idle, 0, 0, bw, bh);
     const c0 = V.c0, span = V.c1 - V.c0, sx = bw / span;
     const gap = rowPx >= 4 ? 1 : 0, h = rowPx - gap;
-    let rowsDrawn = 0, stepsDrawn = 0;
+    // Every tile in view is a row: an idle tile (no steps) is a row of
+    // the idle colour (the background fill), counted in rowsDrawn and in
+    // idleRows.
+    let rowsDrawn = 0, idleRows = 0, stepsDrawn = 0;
     for (let t = V.t0; t < V.t1; t++) {
       const y = (t - V.t0) * rowPx;
       rowsDrawn++;
       const b = tileStart[t + 1];
+      if (b === tileStart[t]) { idleRows++; fill(ctx, COL.idle, 0, y, bw, h); continue; }
       for (let i = firstAfter(tileStart[t], b, c0); i < b; i++) {
         const s = sStart[i];
         if (s >= V.c1) break;
@@ -204,7 +208,9 @@
       }
     }
     cvT.dataset.rowsDrawn = String(rowsDrawn);
+    cvT.dataset.idleRows = String(idleRows);
     R.stats.rowsDrawn = rowsDrawn;
+    R.stats.idleRows = idleRows;
     R.stats.stepsDrawn = stepsDrawn;
     drawAxis(cssW, dpr);
     drawGutter(cssH, dpr);
