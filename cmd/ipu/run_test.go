@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ipustack/ipustack/profile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,6 +183,20 @@ func TestRunProfile(t *testing.T) {
 		}
 	}
 
+	// The plan summary carries the finalist rerank, one of them chosen.
+	pf, err := profile.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chosen := 0
+	for _, f := range pf.Plan.Finalists {
+		if f.Chosen {
+			chosen++
+		}
+	}
+	if len(pf.Plan.Finalists) == 0 || chosen != 1 {
+		t.Errorf("plan finalists %+v: want some, exactly one chosen", pf.Plan.Finalists)
+	}
 	code, out, errs = ipu(t, "profile", "query", prof, "--group-by", "kind", "--json")
 	if code != 0 {
 		t.Fatalf("query: exit %d\n%s\n%s", code, out, errs)

@@ -40,6 +40,19 @@ type Recipe struct {
 	// the package's recipe, and Prepare and Compile then plan exactly it.
 	// Nil lets the compiler choose.
 	Plan *low.Choice `json:"plan,omitempty"`
+	// Finalists are the rerank's lines (rank, estimate, costed cycles),
+	// kept for the profile's plan summary.
+	Finalists []Finalist `json:"finalists,omitempty"`
+}
+
+// Finalist is one reranked candidate as the profile shows it.
+type Finalist struct {
+	Rank      int        `json:"rank"`
+	MidCycles int        `json:"mid_cycles"`
+	LowCycles int        `json:"low_cycles"`
+	IsBound   bool       `json:"low_cycles_is_bound,omitempty"` // not scheduled: LowCycles is a lower bound
+	Plan      low.Choice `json:"plan"`
+	Chosen    bool       `json:"chosen,omitempty"`
 }
 
 // Config configures Compile.
@@ -214,6 +227,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			res.Plan, addrs, scheds = f.plan, f.addrs, f.scheds
 			choice := res.Plan.Choice()
 			res.Recipe.Plan = &choice
+			res.Recipe.Finalists = finalistSummaries(fins, f)
 			if cfg.ExportExchange == "" {
 				return nil
 			}
@@ -371,6 +385,25 @@ func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 	log.Info("costed final placed program", "rank", best.rank, "final_cycles", best.low.Total, "final_exchange", best.low.Exchange,
 		"estimated_cycles", best.plan.Estimate.Total)
 	return best, nil
+}
+
+// finalistSummaries records each finalist's estimate and costed cycles
+// (the lower bound when the rerank did not schedule it).
+func finalistSummaries(fins []*finalist, chosen *finalist) []Finalist {
+	var out []Finalist
+	for _, f := range fins {
+		if f.err != nil {
+			continue
+		}
+		s := Finalist{Rank: f.rank, MidCycles: f.plan.Estimate.Total, Plan: f.plan.Choice(), Chosen: f == chosen}
+		if f.scheds != nil {
+			s.LowCycles = f.low.Total
+		} else {
+			s.LowCycles, s.IsBound = f.plan.Costed(f.plan.PhaseLowerBounds()).Total, true
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // schedule schedules a plan's exchange phases as emit.Exchanges does, each

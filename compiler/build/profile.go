@@ -130,7 +130,13 @@ func Profile(pkg *ipuexe.Package, pl *low.Plan, res *runtime.Result, workload st
 	for l := range pl.Programs {
 		b.SetMemoryMap(l, memoryMap(pkg, pl, l, addrs[l]))
 	}
-	b.SetPlan(planSummary(pl))
+	sum := planSummary(pl)
+	if r, err := RecipeOf(pkg); err == nil {
+		// A package without a recipe (not built by ipu build) simply has
+		// no finalists to show.
+		sum.Finalists = finalistsSummary(r.Finalists, len(sum.Gemms))
+	}
+	b.SetPlan(sum)
 	return b.Build()
 }
 
@@ -381,4 +387,19 @@ func planSummary(pl *low.Plan) profile.Plan {
 			profile.Gemm{Name: fc2, M: p.M, K: p.N, N: p.K, Grid: profile.Grid{Rows: g.R, Cols: 1, Inner: g.C}, Tiles: g.R * g.C, Kernel: "gemm_f16"})
 	}
 	return sum
+}
+
+// finalistsSummary turns the rerank's finalists into the profile's: every
+// GEMM of a v0 plan runs on the plan's R x C grid.
+func finalistsSummary(fins []Finalist, gemms int) []profile.Finalist {
+	out := make([]profile.Finalist, 0, len(fins))
+	for _, f := range fins {
+		grids := make([]profile.Grid, gemms)
+		for i := range grids {
+			grids[i] = profile.Grid{Rows: f.Plan.R, Cols: f.Plan.C, Inner: 1}
+		}
+		out = append(out, profile.Finalist{Rank: f.Rank, MidCycles: uint64(max(0, f.MidCycles)),
+			LowCycles: uint64(max(0, f.LowCycles)), Grids: grids, Chosen: f.Chosen})
+	}
+	return out
 }
