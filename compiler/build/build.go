@@ -225,6 +225,17 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 				return err
 			}
 			res.Plan, addrs, scheds = f.plan, f.addrs, f.scheds
+			// The rerank scheduled the chosen finalist at its final
+			// addresses, so its schedules are reused as they are; they
+			// are validated once more, independently of how they were
+			// built, before they become the package's exchange rows.
+			for _, s := range scheds {
+				if err := s.Validate(); err != nil {
+					return fmt.Errorf("exchange phase %d: the reused schedule fails validation: %w", s.Phase.ID, err)
+				}
+				log.Info("reused exchange optimization after validating rows", "phase", s.Phase.ID, "relocated", false,
+					"horizon", s.Horizon, "endpoint_lower_bound", s.LowerBound, "target", exchange.TargetHorizon(s.LowerBound))
+			}
 			choice := res.Plan.Choice()
 			res.Recipe.Plan = &choice
 			res.Recipe.Finalists = finalistSummaries(fins, f)

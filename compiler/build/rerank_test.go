@@ -62,8 +62,14 @@ func TestFinalistRerank(t *testing.T) {
 			res, lines := compileLogged(t, Config{Recipe: r})
 			var fins []map[string]any
 			var final map[string]any
+			reused := 0
 			for _, l := range lines {
 				switch l["msg"] {
+				case "reused exchange optimization after validating rows":
+					reused++
+					if num(t, l, "horizon") > num(t, l, "target") {
+						t.Errorf("phase over its target horizon: %v", l)
+					}
 				case "costed planning finalist":
 					fins = append(fins, l)
 				case "costed final placed program":
@@ -74,6 +80,9 @@ func TestFinalistRerank(t *testing.T) {
 			}
 			if len(fins) < 2 || final == nil {
 				t.Fatalf("%d finalist lines, final line %v", len(fins), final)
+			}
+			if reused != len(res.Plan.Exchanges) {
+				t.Errorf("%d reused-schedule lines for %d exchange phases", reused, len(res.Plan.Exchanges))
 			}
 			best, bestRank := 0, 0
 			for i, f := range fins {
