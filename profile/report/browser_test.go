@@ -96,17 +96,7 @@ func TestBrowserReport(t *testing.T) {
 	// small real run's.
 	p := profile.Synthetic(1472, 1)
 	dir := t.ArtifactDir()
-	page := filepath.Join(dir, "report.html")
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Render(f, p); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	page := renderFile(t, dir, "report.html", p)
 	url := "file://" + page
 
 	var mu sync.Mutex
@@ -399,17 +389,7 @@ func TestBrowserReportRealRun(t *testing.T) {
 	if p.Synthetic || p.Tiles() != 16 {
 		t.Fatalf("profile: synthetic %v, %d tiles", p.Synthetic, p.Tiles())
 	}
-	page := filepath.Join(dir, "run.html")
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Render(f, p); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	page := renderFile(t, dir, "run.html", p)
 	url := "file://" + page
 	var mu sync.Mutex
 	var problems, requests []string
@@ -503,4 +483,21 @@ func TestBrowserReportRealRun(t *testing.T) {
 	if len(requests) > 0 {
 		t.Errorf("the page made network requests: %v", requests)
 	}
+}
+
+// renderFile renders p into dir/name and returns the file's path.
+func renderFile(t *testing.T, dir, name string, p *profile.Profile) string {
+	t.Helper()
+	page := filepath.Join(dir, name)
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(f, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return page
 }

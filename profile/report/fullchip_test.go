@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -77,17 +76,7 @@ func TestBrowserReportFullChipRun(t *testing.T) {
 	if p.Synthetic || p.Tiles() != 1472 || idle == 0 {
 		t.Fatalf("profile: synthetic %v, %d tiles, %d idle; want a real 1472-tile run with idle tiles", p.Synthetic, p.Tiles(), idle)
 	}
-	page := filepath.Join(dir, "full.html")
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Render(f, p); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	page := renderFile(t, dir, "full.html", p)
 	ctx := browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`))); err != nil {
 		t.Fatal(err)
