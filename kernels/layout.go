@@ -105,6 +105,15 @@ func layUnpackOutBytes(p Params) int {
 	return 2 * ((p["r"]-1)*layRowStride(p, p["c"]) + c4)
 }
 
+// unpackParams are the parameters both unpack kernels take.
+func unpackParams() []Param {
+	return []Param{
+		{Name: "r", Default: 232, Doc: "rows", Check: layLimit(4096)},
+		{Name: "c", Default: 48, Doc: "columns", Check: layLimit(2044)},
+		{Name: "stride", Default: 0, Doc: "output row stride in elements (0 = c); a multiple of 4, >= roundup(c,4), <= 2044 (a row step must fit the pace stride field, 511 x 8 bytes)", Check: layStrideCheck("c", 2044)},
+	}
+}
+
 func init() {
 	register(&Kernel{
 		Name:   "unpack_out_f16",
@@ -112,11 +121,7 @@ func init() {
 		Entry:  "unpack_out_f16",
 		Doc: "AMP output panel f16 [ceil(c/16)][r][16] -> row-major f16 [r][c] (row stride `stride` elements); " +
 			"six workers split the rows; one ldst64pace (8 bytes moved) per worker bundle." + layABI,
-		Params: []Param{
-			{Name: "r", Default: 232, Doc: "rows", Check: layLimit(4096)},
-			{Name: "c", Default: 48, Doc: "columns", Check: layLimit(2044)},
-			{Name: "stride", Default: 0, Doc: "output row stride in elements (0 = c); a multiple of 4, >= roundup(c,4), <= 2044 (a row step must fit the pace stride field, 511 x 8 bytes)", Check: layStrideCheck("c", 2044)},
-		},
+		Params: unpackParams(),
 		Args: []Arg{
 			{Reg: "$m2", Name: "out", Doc: "row-major output, row i at out + 2*i*stride, 8-byte aligned; columns [0, roundup(c,4)) of each row are written (columns >= c get the panel's padding columns), the rest of a strided row is untouched"},
 			{Reg: "$m3", Name: "in", Doc: "AMP output panel f16, 8-byte aligned; must not overlap out"},
@@ -132,11 +137,7 @@ func init() {
 		Entry:  "unpack_out_f32",
 		Doc: "AMP output panel f32 [ceil(c/8)][r][8] -> row-major f16 [r][c] (row stride `stride` elements), " +
 			"rounded to nearest even (f32v2tof16); four worker bundles per row of 8 columns (aux-bound)." + layABI,
-		Params: []Param{
-			{Name: "r", Default: 232, Doc: "rows", Check: layLimit(4096)},
-			{Name: "c", Default: 48, Doc: "columns", Check: layLimit(2044)},
-			{Name: "stride", Default: 0, Doc: "output row stride in elements (0 = c); a multiple of 4, >= roundup(c,4), <= 2044 (a row step must fit the pace stride field, 511 x 8 bytes)", Check: layStrideCheck("c", 2044)},
-		},
+		Params: unpackParams(),
 		Args: []Arg{
 			{Reg: "$m2", Name: "out", Doc: "row-major f16 output, row i at out + 2*i*stride, 8-byte aligned; columns [0, roundup(c,4)) of each row are written (columns >= c get the panel's padding columns, rounded), the rest of a strided row is untouched"},
 			{Reg: "$m3", Name: "in", Doc: "AMP output panel f32, 8-byte aligned; must not overlap out"},

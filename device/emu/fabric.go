@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -116,15 +117,7 @@ func (c *Chip) resolveTile(d *Tile) {
 // instructions). It runs in its own parallel pass, before any tile reads
 // its partner's controls.
 func sortCtrls(t *Tile) {
-	slices.SortStableFunc(t.x.ctrls, func(a, b ctrlRec) int {
-		switch {
-		case a.ev < b.ev:
-			return -1
-		case a.ev > b.ev:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(t.x.ctrls, func(a, b ctrlRec) int { return cmp.Compare(a.ev, b.ev) })
 }
 
 // checkLanes: a paired send borrows the partner tile's outgoing lane, so
@@ -204,15 +197,7 @@ func pairCtrls(d, p *Tile) []ctrlRec {
 	}
 	add(first)
 	add(second)
-	slices.SortStableFunc(out, func(a, b ctrlRec) int {
-		switch {
-		case a.ev < b.ev:
-			return -1
-		case a.ev > b.ev:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b ctrlRec) int { return cmp.Compare(a.ev, b.ev) })
 	return out
 }
 
@@ -272,15 +257,7 @@ func (c *Chip) window(d *Tile, w *rxWin, end uint64, paired bool) bool {
 		}
 	}
 	if paired && len(list) > 1 {
-		slices.SortFunc(list, func(a, b seg) int {
-			switch {
-			case a.u0 < b.u0:
-				return -1
-			case a.u0 > b.u0:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(list, func(a, b seg) int { return cmp.Compare(a.u0, b.u0) })
 	}
 	L := latency(d.ID)
 	cursor := w.since
@@ -390,15 +367,7 @@ func runAt(runs []sendRec, ev int64) *sendRec {
 func (c *Chip) buildWrites(d *Tile) bool {
 	x := &d.x
 	ps := x.pieces
-	slices.SortFunc(ps, func(a, b piece) int {
-		switch {
-		case a.w < b.w:
-			return -1
-		case a.w > b.w:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ps, func(a, b piece) int { return cmp.Compare(a.w, b.w) })
 	for i := 1; i < len(ps); i++ {
 		if ps[i].w < ps[i-1].w+uint64(ps[i-1].n) {
 			d.faultAt(FaultExchange, ps[i].pc, ps[i].w, "two incoming streams write in cycle %d (from tiles %d and %d): the ordinary and the paired receive path overlap", ps[i].w, ps[i-1].src, ps[i].src)
