@@ -110,7 +110,7 @@ func TestFinalistRerank(t *testing.T) {
 			if num(t, final, "rank") != bestRank || num(t, final, "final_cycles") != best {
 				t.Fatalf("final %v, want rank %d with %d cycles", final, bestRank, best)
 			}
-			if c := res.Recipe.Plan; c == nil || *c != res.Plan.Choice() {
+			if c := res.Recipe.Plan; c == nil || !c.Equal(res.Plan.Choice()) {
 				t.Fatalf("recorded plan %v, chosen %v", c, res.Plan.Choice())
 			}
 			rr, err := RecipeOf(res.Package)

@@ -19,10 +19,33 @@ type Choice struct {
 	Q        int  `json:"q,omitempty"`
 	Stream   bool `json:"stream,omitempty"`
 	ColMajor bool `json:"column_major,omitempty"`
+	// Mid, when set, names a compiler/mid plan instead of a v0 candidate:
+	// each GEMM's grid in graph order (R, C and the rest are then zero).
+	Mid []GemmGrid `json:"mid,omitempty"`
+}
+
+// GemmGrid is one GEMM's grid in a compiler/mid plan: row blocks x column
+// blocks x K blocks.
+type GemmGrid struct {
+	Rows  int `json:"rows"`
+	Cols  int `json:"cols"`
+	Inner int `json:"inner"`
 }
 
 func (c Choice) String() string {
+	if c.Mid != nil {
+		s := "mid"
+		for _, g := range c.Mid {
+			s += fmt.Sprintf(" %dx%dx%d", g.Rows, g.Cols, g.Inner)
+		}
+		return s
+	}
 	return fmt.Sprintf("%dx%d q=%d stream=%v colmajor=%v", c.R, c.C, c.Q, c.Stream, c.ColMajor)
+}
+
+// Equal reports whether two choices name the same plan.
+func (c Choice) Equal(o Choice) bool {
+	return c.R == o.R && c.C == o.C && c.Q == o.Q && c.Stream == o.Stream && c.ColMajor == o.ColMajor && slices.Equal(c.Mid, o.Mid)
 }
 
 // Candidate is one feasible plan shape and its cost-model estimate.
@@ -39,6 +62,13 @@ func (c *Candidate) Choice() Choice {
 
 // Choice names the plan's candidate.
 func (pl *Plan) Choice() Choice {
+	if pl.Mid != nil {
+		var ch Choice
+		for _, g := range pl.Mid.Gemms {
+			ch.Mid = append(ch.Mid, GemmGrid{Rows: g.Rows.Count, Cols: g.Cols.Count, Inner: g.Inner.Count})
+		}
+		return ch
+	}
 	c := Candidate{Grid: pl.Grid}
 	return c.Choice()
 }
@@ -64,7 +94,7 @@ func Candidates(p *Problem, opts Options, n int) ([]Candidate, error) {
 	}
 	if opts.Only != nil {
 		only := *opts.Only
-		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return c.Choice() != only })
+		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return !c.Choice().Equal(only) })
 		if len(cands) == 0 {
 			return nil, fmt.Errorf("compiler v0: %s m=%d k=%d n=%d: the recorded plan %v is not a feasible candidate on %d tiles",
 				p.Kind, p.M, p.K, p.N, only, T)

@@ -3,6 +3,7 @@ package low
 import (
 	"fmt"
 
+	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/target"
@@ -78,6 +79,11 @@ type Op struct {
 	// Depth (OpLoop) is the loop's level: its refs advance by Step[Depth]
 	// and its index has its own word (an outer level may be absent).
 	Depth int
+	// Node and Why are the step's provenance for profiles: the graph
+	// node it computes or moves and a human reason ("fc1 cell (i,j,p):
+	// GEMM block"). Plans lowered from compiler/mid set them; the v0
+	// family leaves them empty (profiles derive them from its grid).
+	Node, Why string
 }
 
 // Call names of the v0 runtime, and their commands.
@@ -125,6 +131,19 @@ type HostSlice struct {
 	Ref    Ref
 	Offset int // in the (packed) host tensor
 	Length int
+	// Block, when set, says which rectangle of the tensor's matrix the
+	// slice holds and in which element order (plans lowered from
+	// compiler/mid); the host packs and unpacks such slices generically.
+	// Nil for the v0 family, whose layouts compiler/build knows.
+	Block *Rect
+}
+
+// Rect is a rectangle of a matrix in padded coordinates (rows x columns,
+// columns rounded up to 16 for AMP orders; padding is zero) and the
+// element order of its bytes.
+type Rect struct {
+	Rows, Cols mid.Span
+	Order      mid.Order
 }
 
 // HostBinding is a host tensor in its host (packed) layout.
@@ -133,6 +152,9 @@ type HostBinding struct {
 	Kind   ipuexe.BindingKind
 	Bytes  int
 	Slices []HostSlice
+	// Rows and Cols are the tensor's real matrix shape (for slices with
+	// a Block; zero otherwise).
+	Rows, Cols int
 }
 
 // HostTransfer moves part of a binding slice through the tile's slot.
@@ -204,6 +226,9 @@ type Plan struct {
 	Calls     []HostCall
 	// GeluPrecise selects gelu_f16 precise=1.
 	GeluPrecise bool
+	// Mid is the compiler/mid plan this plan was lowered from (nil for
+	// the v0 family, whose shape is Grid).
+	Mid *mid.Plan
 }
 
 // Options configure Lower.
