@@ -157,7 +157,7 @@ func (pl *Plan) PhaseRuns() []int {
 // global sync, and the supervisor's sync 2 / sync 3 (MLP) or the GEMM
 // model's fixed allowance.
 func (pl *Plan) PhaseOverheadCycles() int {
-	if pl.Problem.Kind == KindMLP {
+	if pl.Problem.Kind == KindMLP || pl.Mid != nil {
 		return target.GlobalSyncCycles + phaseCycles
 	}
 	return target.GlobalSyncCycles + 1 + 44

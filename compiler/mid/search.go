@@ -438,3 +438,38 @@ func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format 
 	}
 	return f
 }
+
+// Rebuild materialises the plan whose GEMMs run on the given grids (row
+// blocks, column blocks, K blocks per GEMM, in graph order): the plan a
+// package recorded, regenerated without a search. It fails when the grids
+// do not match the graph's GEMMs or a grid is not one the search could
+// have produced (a tiling with fewer non-empty blocks than asked, too many
+// tiles, kernel limits).
+func Rebuild(g *graph.Graph, t *target.Target, tiles int, grids [][3]int) (*Plan, error) {
+	opt := Options{Tiles: tiles}
+	opt.defaults(t)
+	ops, err := chain(g)
+	if err != nil {
+		return nil, err
+	}
+	if len(grids) != len(ops) {
+		return nil, fmt.Errorf("mid: the recorded plan has %d GEMM grids, the graph %d GEMMs", len(grids), len(ops))
+	}
+	m := &models{t: t, memo: map[[4]int]int64{}}
+	s := &state{}
+	for i, op := range ops {
+		want := grids[i]
+		var found *GemmPlan
+		for _, c := range candidates(op, opt.Tiles, int(^uint(0)>>1), int(^uint(0)>>1)) {
+			if c.Rows.Count == want[0] && c.Cols.Count == want[1] && c.Inner.Count == want[2] {
+				found = c
+				break
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("mid: gemm %q: grid %dx%dx%d is not a candidate on %d tiles", op.node.Name, want[0], want[1], want[2], opt.Tiles)
+		}
+		s = s.extend(found, evalGemm(m, found, s.out, s.held, opt.Tiles, false))
+	}
+	return materialize(g, t, m, opt.Tiles, s), nil
+}

@@ -1,0 +1,467 @@
+package low
+
+// Lowering of compiler/mid plans: every GEMM of the chain runs on its own
+// rows x columns x K grid (mid.GemmPlan), so the data changes grids between
+// operations through exchange phases of rectangles instead of the v0
+// family's one grid.
+//
+// Per GEMM o and grid cell (i, j, p) on tile t = GemmPlan.Tile(i, j, p),
+// the tile owns these buffers (all live for the whole program; the mid
+// planner's memory figure is the peak of one operation's working set, so a
+// plan whose buffers do not all fit is dropped by the Fits check):
+//
+//	L<o>  the AMP left panel of A[rows_i][k_p]             r x k
+//	W<o>  the AMP right panel of B[k_p][cols_j] (region 1)  k x c
+//	O<o>  the AMP output panel of the cell's product        r x c
+//	R<o>  (K-split) the parts of the cell's column slice    parts x r x s
+//	Y<o>  (K-split) the reduced slice: the value it holds   r x s
+//
+// and its run call is, per GEMM: the input exchange (rectangles of the
+// previous result, or of the host-written input, multicast into L<o>; one
+// transfer per 16-column group of a rectangle, which group_exchanges then
+// merges where both ends are contiguous), gemm_f16, and either the fused
+// GELU in place on O<o> or the reduce-scatter (slice q of every partial p
+// into part p of R<o> on cell q), a copy of the tile's own part, one
+// reduce_add_f16 into Y<o> (f32 sums in part order, one rounding) and the
+// GELU on Y<o>. Every tile runs every phase (BSP).
+//
+// The host writes the input's blocks (i, p) into L0 of cell (i, 0, p) in
+// AMP left order, the weights into W<o> of grid row 0 (one initialize
+// phase multicasts them down the grid columns), and reads the last GEMM's
+// result from where it lies (O or Y, AMP output order); every binding
+// slice carries its rectangle and order (HostSlice.Block).
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ipustack/ipustack/compiler/cost"
+	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// cell is a grid position of one GEMM.
+type cell struct{ i, j, p int }
+
+// cellOf returns tile t's cell of g, if t is one.
+func cellOf(g *mid.GemmPlan, t int) (cell, bool) {
+	if t < 0 || t >= g.ActiveTiles() {
+		return cell{}, false
+	}
+	p := t % g.Inner.Count
+	ij := t / g.Inner.Count
+	return cell{ij / g.Cols.Count, ij % g.Cols.Count, p}, true
+}
+
+// loc is where a tile holds a rectangle of a value: a buffer laid out in
+// AMP panel order (16-column groups of all the block's rows).
+type loc struct {
+	buf        string
+	rows, cols mid.Span
+}
+
+// offset is the byte offset of row r, column group starting at col c.
+func (l loc) offset(r, c int) int {
+	return ((c-l.cols.Lo)/16*l.rows.Len() + (r - l.rows.Lo)) * 32
+}
+
+func bufName(kind string, o int) string { return fmt.Sprintf("%s%d", kind, o) }
+
+// outLoc is where cell c of g holds its part of g's result (false: the
+// cell holds none: an empty slice after the reduction).
+func outLoc(g *mid.GemmPlan, o int, c cell) (loc, bool) {
+	rows := g.Rows.Span(c.i)
+	if g.Inner.Count == 1 {
+		return loc{bufName("O", o), rows, g.Cols.Span(c.j)}, true
+	}
+	sl := g.Slice(c.j, c.p)
+	if sl.Len() == 0 {
+		return loc{}, false
+	}
+	return loc{bufName("Y", o), rows, sl}, true
+}
+
+// FromMid lowers a compiler/mid plan of problem p into per-tile work
+// lists. It fails (so that the plan is dropped from the rerank) when a
+// kernel call is outside the kernels' parameter limits or a tile's buffers
+// do not fit (opts.Fits).
+func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
+	if p.Biases {
+		return nil, fmt.Errorf("compiler/mid plans have no biases")
+	}
+	T := opts.Tiles
+	if T < 1 || T > target.Tiles {
+		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
+	}
+	if mp.Tiles > T {
+		return nil, fmt.Errorf("the mid plan uses %d tiles, %d available", mp.Tiles, T)
+	}
+	pl := &Plan{Problem: p, Tiles: T, Mid: mp, GeluPrecise: opts.GeluPrecise}
+	pl.initPrograms()
+	gs := mp.Gemms
+	precise := 0
+	if opts.GeluPrecise {
+		precise = 1
+	}
+
+	// Buffers and grid positions.
+	for l := range pl.Programs {
+		tp := &pl.Programs[l]
+		for o, g := range gs {
+			c, ok := cellOf(g, l)
+			if !ok {
+				continue
+			}
+			if tp.Row < 0 {
+				tp.Row, tp.Col = c.i, c.j
+			}
+			r, cc, k := g.Rows.Span(c.i).Len(), g.Cols.Span(c.j).Len(), g.Inner.Span(c.p).Len()
+			L, W, O := bufName("L", o), bufName("W", o), bufName("O", o)
+			tp.Buffers = append(tp.Buffers,
+				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}},
+				Buffer{Name: W, Bytes: k * cc * 2, Align: 32, Region: kernels.Interleaved},
+				Buffer{Name: O, Bytes: r * cc * 2, Align: 32, Apart: []string{L}})
+			if g.Inner.Count > 1 {
+				if s := g.Slice(c.j, c.p).Len(); s > 0 {
+					n := r * s
+					tp.Buffers = append(tp.Buffers,
+						Buffer{Name: bufName("R", o), Bytes: g.Inner.Count * n * 2, Align: 32},
+						Buffer{Name: bufName("Y", o), Bytes: n * 2, Align: 32})
+				}
+			}
+		}
+	}
+
+	// Host bindings.
+	g0, last := gs[0], gs[len(gs)-1]
+	in := HostBinding{Name: p.Input, Kind: ipuexe.KindInput, Rows: g0.M, Cols: g0.K}
+	for i := 0; i < g0.Rows.Count; i++ {
+		for q := 0; q < g0.Inner.Count; q++ {
+			rs, ks := g0.Rows.Span(i), g0.Inner.Span(q)
+			n := rs.Len() * ks.Len() * 2
+			in.Slices = append(in.Slices, HostSlice{Tile: g0.Tile(i, 0, q), Ref: Ref{Buf: "L0"}, Offset: in.Bytes, Length: n,
+				Block: &Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
+			in.Bytes += n
+		}
+	}
+	pl.Inputs = []HostBinding{in}
+	for o, g := range gs {
+		w := HostBinding{Name: g.Right.Name, Kind: ipuexe.KindWeight, Rows: g.K, Cols: g.N}
+		for j := 0; j < g.Cols.Count; j++ {
+			for q := 0; q < g.Inner.Count; q++ {
+				ks, cs := g.Inner.Span(q), g.Cols.Span(j)
+				n := ks.Len() * cs.Len() * 2
+				w.Slices = append(w.Slices, HostSlice{Tile: g.Tile(0, j, q), Ref: Ref{Buf: bufName("W", o)}, Offset: w.Bytes, Length: n,
+					Block: &Rect{Rows: ks, Cols: cs, Order: mid.AMPRight}})
+				w.Bytes += n
+			}
+		}
+		pl.Weights = append(pl.Weights, w)
+	}
+	out := HostBinding{Name: p.Output, Kind: ipuexe.KindOutput, Rows: last.M, Cols: last.N}
+	for l := 0; l < last.ActiveTiles(); l++ {
+		c, _ := cellOf(last, l)
+		lc, ok := outLoc(last, len(gs)-1, c)
+		if !ok {
+			continue
+		}
+		n := lc.rows.Len() * lc.cols.Len() * 2
+		out.Slices = append(out.Slices, HostSlice{Tile: l, Ref: Ref{Buf: lc.buf}, Offset: out.Bytes, Length: n,
+			Block: &Rect{Rows: lc.rows, Cols: lc.cols, Order: mid.AMPOut}})
+		out.Bytes += n
+	}
+	pl.Outputs = []HostBinding{out}
+
+	// The weights phase of "initialize": grid row 0 multicasts each
+	// panel down its grid column.
+	wPhase := -1
+	for o, g := range gs {
+		if g.Rows.Count < 2 {
+			continue
+		}
+		if wPhase < 0 {
+			wPhase = pl.phase("weights")
+		}
+		for j := 0; j < g.Cols.Count; j++ {
+			for q := 0; q < g.Inner.Count; q++ {
+				words := g.Inner.Span(q).Len() * g.Cols.Span(j).Len() / 2
+				t := XTransfer{Src: g.Tile(0, j, q), SrcRef: Ref{Buf: bufName("W", o)}, Words: words}
+				for i := 1; i < g.Rows.Count; i++ {
+					t.Dsts = append(t.Dsts, XDest{Tile: g.Tile(i, j, q), Ref: Ref{Buf: bufName("W", o)}})
+				}
+				pl.Exchanges[wPhase].Transfers = append(pl.Exchanges[wPhase].Transfers, t)
+			}
+		}
+	}
+
+	// The run call's phases and kernel calls, GEMM by GEMM.
+	stages := map[string]*mid.Stage{}
+	for s := range mp.Stages {
+		if mp.Stages[s].Kind == mid.ExchangeStage { // the compute stage after a reduction has its name
+			stages[mp.Stages[s].Name] = &mp.Stages[s]
+		}
+	}
+	timed := make([][]Op, T)
+	for o, g := range gs {
+		name := g.Node.Name
+		// Input exchange: rectangles of the left operand from their
+		// holders into L<o>.
+		if st := stages[name+".in"]; st != nil && len(st.Transfers) > 0 {
+			ph := pl.phase(name + " input")
+			src := func(t int) (loc, error) {
+				if o == 0 {
+					c, ok := cellOf(g0, t)
+					if !ok || c.j != 0 {
+						return loc{}, fmt.Errorf("BUG: tile %d holds no input block", t)
+					}
+					return loc{"L0", g0.Rows.Span(c.i), g0.Inner.Span(c.p)}, nil
+				}
+				c, ok := cellOf(gs[o-1], t)
+				var lc loc
+				if ok {
+					lc, ok = outLoc(gs[o-1], o-1, c)
+				}
+				if !ok {
+					return loc{}, fmt.Errorf("BUG: tile %d holds no block of %s", t, gs[o-1].Out.Name)
+				}
+				return lc, nil
+			}
+			for _, tr := range st.Transfers {
+				s, err := src(tr.From)
+				if err != nil {
+					panic(err)
+				}
+				rs, cs := tr.Ref.Rows, tr.Ref.Cols
+				dst := make([]loc, len(tr.To))
+				for d, t := range tr.To {
+					c, ok := cellOf(g, t)
+					if !ok {
+						panic(fmt.Sprintf("BUG: %s input to tile %d, not a cell", name, t))
+					}
+					dst[d] = loc{bufName("L", o), g.Rows.Span(c.i), g.Inner.Span(c.p)}
+				}
+				for col := cs.Lo; col < cs.Hi; col += 16 {
+					x := XTransfer{Src: tr.From, SrcRef: Ref{Buf: s.buf, Off: s.offset(rs.Lo, col)}, Words: rs.Len() * 8}
+					for d, t := range tr.To {
+						x.Dsts = append(x.Dsts, XDest{Tile: t, Ref: Ref{Buf: dst[d].buf, Off: dst[d].offset(rs.Lo, col)}})
+					}
+					pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, x)
+				}
+			}
+			for l := range timed {
+				timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: g.Left.Name,
+					Why: fmt.Sprintf("%s: rectangles of %s into the cells' left panels", name, g.Left.Name)})
+			}
+		}
+		// The GEMM, and without K-split its epilogue.
+		for l := 0; l < g.ActiveTiles(); l++ {
+			c, _ := cellOf(g, l)
+			rs, cs, ks := g.Rows.Span(c.i), g.Cols.Span(c.j), g.Inner.Span(c.p)
+			O := bufName("O", o)
+			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: "gemm_f16",
+				Params: kernels.Params{"k": ks.Len(), "c": cs.Len(), "r": rs.Len()},
+				Args:   []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
+				Node:   name, Why: fmt.Sprintf("cell (%d,%d,%d): rows %v x cols %v, k %v", c.i, c.j, c.p, rs, cs, ks)})
+			if g.Inner.Count == 1 {
+				timed[l] = append(timed[l], epilogueOps(g, Ref{Buf: O}, rs.Len()*cs.Len(), precise, c)...)
+			}
+		}
+		if g.Inner.Count == 1 {
+			continue
+		}
+		// Reduce-scatter of the partial sums.
+		ph := pl.phase(name + " reduce-scatter")
+		st := stages[name+".reduce"]
+		if st == nil {
+			return nil, fmt.Errorf("BUG: mid plan has no %s.reduce stage", name)
+		}
+		for _, tr := range st.Transfers {
+			if len(tr.To) != 1 {
+				panic(fmt.Sprintf("BUG: %s reduce transfer %v to %d tiles", name, tr.Ref, len(tr.To)))
+			}
+			from, ok1 := cellOf(g, tr.From)
+			_, ok2 := cellOf(g, tr.To[0])
+			if !ok1 || !ok2 || tr.Ref.Part != from.p {
+				panic(fmt.Sprintf("BUG: %s reduce transfer %v from %d to %v", name, tr.Ref, tr.From, tr.To))
+			}
+			sl, cs := tr.Ref.Cols, g.Cols.Span(from.j)
+			r := tr.Ref.Rows.Len()
+			n := r * sl.Len()
+			pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, XTransfer{
+				Src: tr.From, SrcRef: Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}, Words: n / 2,
+				Dsts: []XDest{{Tile: tr.To[0], Ref: Ref{Buf: bufName("R", o), Off: from.p * n * 2}}}})
+		}
+		for l := range timed {
+			timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: name,
+				Why: fmt.Sprintf("%s: reduce-scatter of the %d K-split partial sums", name, g.Inner.Count)})
+		}
+		for l := 0; l < g.ActiveTiles(); l++ {
+			c, _ := cellOf(g, l)
+			sl, cs := g.Slice(c.j, c.p), g.Cols.Span(c.j)
+			if sl.Len() == 0 {
+				continue
+			}
+			r := g.Rows.Span(c.i).Len()
+			n := r * sl.Len()
+			R, Y := bufName("R", o), bufName("Y", o)
+			timed[l] = append(timed[l],
+				Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n},
+					Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
+					Node: name, Why: fmt.Sprintf("cell (%d,%d,%d): own partial of slice %v beside the received ones", c.i, c.j, c.p, sl)},
+				Op{Kind: OpKernel, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": g.Inner.Count},
+					Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
+					Node: name, Why: fmt.Sprintf("cell (%d,%d,%d): sum of %d partials of rows %v x cols %v", c.i, c.j, c.p, g.Inner.Count, g.Rows.Span(c.i), sl)})
+			timed[l] = append(timed[l], epilogueOps(g, Ref{Buf: Y}, n, precise, c)...)
+		}
+	}
+	pl.hostCalls(func(t *TileProgram) (init, run []Op) {
+		if wPhase >= 0 {
+			init = append(init, Op{Kind: OpExchange, Phase: wPhase, Why: "weights down the grid columns"})
+		}
+		return init, timed[t.Logical]
+	})
+	if err := pl.checkMid(opts); err != nil {
+		return nil, err
+	}
+	pl.Estimate = pl.midEstimate()
+	return pl, nil
+}
+
+// epilogueOps are the fused elementwise ops on a result block, in place.
+func epilogueOps(g *mid.GemmPlan, blk Ref, n, precise int, c cell) []Op {
+	var ops []Op
+	for _, e := range g.Epilogue {
+		ops = append(ops, Op{Kind: OpKernel, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": precise},
+			Args: []Arg{{"$m2", blk}, {"$m3", blk}},
+			Node: e.Name, Why: fmt.Sprintf("cell (%d,%d,%d): activation in place", c.i, c.j, c.p)})
+	}
+	return ops
+}
+
+// checkMid checks every kernel specialisation against its limits and
+// every distinct tile's buffers against opts.Fits.
+func (pl *Plan) checkMid(opts Options) error {
+	seen := map[string]bool{}
+	fit := map[string]bool{}
+	for l := range pl.Programs {
+		tp := &pl.Programs[l]
+		for _, op := range tp.Calls[1] {
+			if op.Kind != OpKernel {
+				continue
+			}
+			key := op.Kernel + " " + op.Params.String()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			k, err := kernels.Lookup(op.Kernel)
+			if err == nil {
+				_, err = k.Resolve(op.Params)
+			}
+			if err != nil {
+				return fmt.Errorf("tile %d: %s %s: %w", l, op.Kernel, op.Params, err)
+			}
+		}
+		if opts.Fits == nil || len(tp.Buffers) == 0 {
+			continue
+		}
+		var kb strings.Builder
+		for _, b := range tp.Buffers {
+			fmt.Fprintf(&kb, "%s:%d:%d:%d:%v;", b.Name, b.Bytes, b.Align, b.Region, b.Apart)
+		}
+		if fit[kb.String()] {
+			continue
+		}
+		if err := opts.Fits(tp.Buffers); err != nil {
+			return fmt.Errorf("tile %d: %w", l, err)
+		}
+		fit[kb.String()] = true
+	}
+	return nil
+}
+
+// midEstimate models the run call's timed part: each compute stage (the
+// ops between two exchange phases) costs its busiest tile's kernels with
+// compiler/cost plus the supervisor's call overhead, each phase the
+// endpoint bound of its busiest tile plus the phase overhead.
+func (pl *Plan) midEstimate() Estimate {
+	tg := target.IPU21()
+	var e Estimate
+	// Per tile, the ops of the timed part split at exchanges.
+	type part struct{ gemm, elem, reduce, copy int }
+	var stages [][]part // stage -> tile
+	for l := range pl.Programs {
+		s := 0
+		timed := false
+		for _, op := range pl.Programs[l].Calls[1] {
+			switch op.Kind {
+			case OpSample:
+				timed = op.Sample == 0
+			case OpExchange:
+				if timed {
+					s++
+				}
+			case OpKernel:
+				if !timed {
+					continue
+				}
+				for len(stages) <= s {
+					stages = append(stages, make([]part, len(pl.Programs)))
+				}
+				cyc, err := cost.Kernel(op.Kernel, op.Params)
+				if err != nil {
+					panic("BUG: " + err.Error()) // checkMid resolved every call
+				}
+				c := int(cyc) + callCycles
+				pt := &stages[s][l]
+				switch op.Kernel {
+				case "gemm_f16":
+					pt.gemm += c
+				case "reduce_add_f16":
+					pt.reduce += c
+				case "copy_f16":
+					pt.copy += c
+				default:
+					pt.elem += c
+				}
+			}
+		}
+	}
+	for _, st := range stages {
+		best := part{}
+		for _, pt := range st {
+			if pt.gemm+pt.elem+pt.reduce+pt.copy > best.gemm+best.elem+best.reduce+best.copy {
+				best = pt
+			}
+		}
+		e.Gemm += best.gemm
+		e.Elementwise += best.elem
+		e.Reduce += best.reduce
+		e.Copy += best.copy
+	}
+	runs := pl.PhaseRuns()
+	send := make([]int, pl.Tiles)
+	recv := make([]int, pl.Tiles)
+	for i, ph := range pl.Exchanges {
+		if runs[i] == 0 {
+			continue
+		}
+		clear(send)
+		clear(recv)
+		for _, t := range ph.Transfers {
+			send[t.Src] += 4 * t.Words
+			for _, d := range t.Dsts {
+				recv[d.Tile] += 4 * t.Words
+			}
+		}
+		ms, mr := 0, 0
+		for l := range send {
+			ms, mr = max(ms, send[l]), max(mr, recv[l])
+		}
+		e.Exchange += runs[i] * (int(cost.ExchangePhase(tg, ms, mr)) + phaseCycles)
+	}
+	e.Total = e.Gemm + e.Elementwise + e.Reduce + e.Copy + e.Exchange
+	return e
+}

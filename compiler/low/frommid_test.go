@@ -1,0 +1,125 @@
+package low
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/target"
+)
+
+// checkRefs checks that every reference of a plan names a buffer of its
+// tile and stays inside it: kernel operands (sizes from the kernels'
+// access contracts), exchange sources and destinations, host slices.
+func checkRefs(pl *Plan) error {
+	within := func(l int, r Ref, n int, what string) error {
+		for _, b := range pl.Programs[l].Buffers {
+			if b.Name == r.Buf {
+				if r.Off < 0 || r.Off+n > b.Bytes {
+					return fmt.Errorf("tile %d %s: [%d,+%d) outside %s (%d bytes)", l, what, r.Off, n, b.Name, b.Bytes)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("tile %d %s: no buffer %q", l, what, r.Buf)
+	}
+	for l := range pl.Programs {
+		for _, call := range pl.Programs[l].Calls {
+			for _, op := range call {
+				if op.Kind != OpKernel {
+					continue
+				}
+				k, err := kernels.Lookup(op.Kernel)
+				if err != nil {
+					return err
+				}
+				p, err := k.Resolve(op.Params)
+				if err != nil {
+					return fmt.Errorf("tile %d %s: %w", l, op.Kernel, err)
+				}
+				for _, a := range op.Args {
+					for ai, ka := range k.Args {
+						if ka.Reg == a.Reg {
+							if err := within(l, a.Ref, k.Operands[ai].Bytes(p), op.Kernel+" "+ka.Name); err != nil {
+								return err
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, ph := range pl.Exchanges {
+		for _, t := range ph.Transfers {
+			if err := within(t.Src, t.SrcRef, 4*t.Words, ph.Name+" source"); err != nil {
+				return err
+			}
+			for _, d := range t.Dsts {
+				if err := within(d.Tile, d.Ref, 4*t.Words, ph.Name+" destination"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, bs := range [][]HostBinding{pl.Inputs, pl.Weights, pl.Outputs} {
+		for _, b := range bs {
+			next := 0
+			for _, s := range b.Slices {
+				if s.Offset != next || s.Block == nil || s.Block.Rows.Len()*s.Block.Cols.Len()*2 != s.Length {
+					return fmt.Errorf("%s: slice %+v", b.Name, s)
+				}
+				next += s.Length
+				if err := within(s.Tile, s.Ref, s.Length, b.Name); err != nil {
+					return err
+				}
+			}
+			if next != b.Bytes {
+				return fmt.Errorf("%s: slices cover %d of %d bytes", b.Name, next, b.Bytes)
+			}
+		}
+	}
+	return nil
+}
+
+func TestFromMid(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   graph.MLPConfig
+		tiles int
+	}{
+		{"siglip", graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 1}, 1472},
+		{"odd", graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 2}, 64},
+		{"368", graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 1}, 368},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := graph.MLPGraph(c.cfg, 1, graph.GeluTanh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Recognize(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := mid.Search(g, target.IPU21(), mid.Options{Tiles: c.tiles, Finalists: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, mp := range res.Finalists {
+				pl, err := FromMid(p, mp, Options{Tiles: c.tiles})
+				if err != nil {
+					t.Fatalf("finalist %d: %v", i, err)
+				}
+				if err := checkRefs(pl); err != nil {
+					t.Fatalf("finalist %d %v: %v", i, pl.Choice(), err)
+				}
+				// The lowered estimate and the planner's figure agree
+				// closely: they cost the same kernels and endpoint bytes.
+				if d := float64(pl.Estimate.Total-int(mp.Cycles)) / float64(mp.Cycles); d > 0.1 || d < -0.1 {
+					t.Errorf("finalist %d: estimate %d, mid %d", i, pl.Estimate.Total, mp.Cycles)
+				}
+			}
+		})
+	}
+}
