@@ -229,6 +229,8 @@ type Plan struct {
 	// Mid is the compiler/mid plan this plan was lowered from (nil for
 	// the v0 family, whose shape is Grid).
 	Mid *mid.Plan
+	// Passes are the reports of Optimize, when it ran.
+	Passes []PassReport
 }
 
 // Options configure Lower.
