@@ -19,6 +19,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/emit"
 	"github.com/ipustack/ipustack/compiler/exchange"
 	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/compiler/place"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/graph"
@@ -107,22 +108,112 @@ func (r Recipe) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Prepare builds the graph and the v0 plan of a recipe (cheap: no code):
+// Prepare builds the graph and the plan of a recipe (cheap: no code):
 // the recipe's recorded plan, or else the best-estimated candidate.
 func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
-	g, p, opts, err := problem(r, low.Options{})
+	g, plans, err := candidatePlans(r, low.Options{}, 1, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	cands, err := low.Candidates(p, opts, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	pl := low.Build(p, opts, cands[0])
 	if log != nil {
-		logPlan(log, pl)
+		logPlan(log, plans[0])
 	}
-	return g, pl, nil
+	return g, plans[0], nil
+}
+
+// candidatePlans builds the graph of a recipe and up to n plans of each
+// family, ordered by estimate (ties: the v0 family first, then each
+// family's own order): the best-estimated v0 candidates and the lowered
+// finalists of the compiler/mid planner. A recipe that records its plan
+// gets exactly that one; forced v0 choices (tests) get v0 plans only.
+// mid lines (each GEMM's candidate count and time, each finalist, a
+// finalist that does not lower) go to log when it is not nil.
+func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*graph.Graph, []*low.Plan, error) {
+	g, p, opts, err := problem(r, force)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c := r.Plan; c != nil && c.Mid != nil {
+		grids := make([][3]int, len(c.Mid))
+		for i, gg := range c.Mid {
+			grids[i] = [3]int{gg.Rows, gg.Cols, gg.Inner}
+		}
+		mp, err := mid.Rebuild(g, target.IPU21(), r.Tiles, grids)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
+		}
+		pl, err := low.FromMid(p, mp, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
+		}
+		return g, []*low.Plan{pl}, nil
+	}
+	forced := force.ForceR != 0 || force.ForceC != 0 || force.ForceQ != 0 || force.ForceStream || force.ForceColMajor
+	var (
+		v0     []low.Candidate
+		v0Err  error
+		mids   []*low.Plan
+		midErr error
+		wg     sync.WaitGroup
+	)
+	if r.Plan == nil && !forced {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mids, midErr = midPlans(g, p, opts, n, log)
+		}()
+	}
+	v0, v0Err = low.Candidates(p, opts, n)
+	wg.Wait()
+	if v0Err != nil && len(mids) == 0 {
+		if midErr != nil {
+			return nil, nil, fmt.Errorf("%w; the mid planner: %v", v0Err, midErr)
+		}
+		return nil, nil, v0Err
+	}
+	plans := make([]*low.Plan, len(v0))
+	parallelDo(len(v0), func(i int) { plans[i] = low.Build(p, opts, v0[i]) })
+	plans = append(plans, mids...)
+	// The low passes, on every plan alike (Prepare must regenerate the
+	// plan Compile chose, passes included).
+	parallelDo(len(plans), func(i int) { low.Optimize(plans[i]) })
+	slices.SortStableFunc(plans, func(a, b *low.Plan) int { return a.Estimate.Total - b.Estimate.Total })
+	return g, plans, nil
+}
+
+// midPlans runs the compiler/mid planner and lowers its finalists; a
+// graph it does not handle (biases) gives no plans and a logged reason.
+func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog.Logger) ([]*low.Plan, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	res, err := mid.Search(g, target.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n})
+	if err != nil {
+		log.Info("mid planner not applicable", "err", err)
+		return nil, err
+	}
+	for _, st := range res.Stats {
+		log.Info("construct_mid gemm candidates", "gemm", st.Name, "candidates", st.Candidates, "evaluated", st.Tried,
+			"elapsed_ms", float64(st.Elapsed.Microseconds())/1000)
+	}
+	plans := make([]*low.Plan, len(res.Finalists))
+	errs := make([]error, len(res.Finalists))
+	parallelDo(len(plans), func(i int) { plans[i], errs[i] = low.FromMid(p, res.Finalists[i], opts) })
+	var out []*low.Plan
+	for i, mp := range res.Finalists {
+		ch := "mid"
+		for _, gp := range mp.Gemms {
+			ch += fmt.Sprintf(" %dx%dx%d", gp.Rows.Count, gp.Cols.Count, gp.Inner.Count)
+		}
+		if errs[i] != nil {
+			log.Info("mid finalist not lowered", "rank", i+1, "mid_cycles", mp.Cycles, "plan", ch, "err", errs[i])
+			continue
+		}
+		log.Info("mid finalist lowered", "rank", i+1, "mid_cycles", mp.Cycles, "estimated_cycles", plans[i].Estimate.Total,
+			"plan", ch, "peak_bytes", mp.PeakBytes)
+		out = append(out, plans[i])
+	}
+	return out, nil
 }
 
 // problem builds the graph of a recipe, recognises its problem and returns
@@ -152,9 +243,21 @@ func problem(r Recipe, force low.Options) (*graph.Graph, *low.Problem, low.Optio
 	return g, p, opts, nil
 }
 
-// logPlan logs the "v0 plan" line of a plan.
+// logPlan logs the "v0 plan" or "mid plan" line of a plan.
 func logPlan(log *slog.Logger, pl *low.Plan) {
 	p, gr := pl.Problem, &pl.Grid
+	if pl.Mid != nil {
+		attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "plan", pl.Choice().String()}
+		for _, g := range pl.Mid.Gemms {
+			attrs = append(attrs, g.Node.Name, fmt.Sprintf("rows=%d cols=%d k=%d tiles=%d block r=%d c=%d k=%d",
+				g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(), g.Rows.Block, g.Cols.Block, g.Inner.Block))
+		}
+		attrs = append(attrs, "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
+			"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
+			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
+		log.Info("mid plan", attrs...)
+		return
+	}
 	attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "grid_rows", gr.R, "grid_cols", gr.C,
 		"active_tiles", gr.R * gr.C, "rows_per_tile", gr.Rows(0), "cols_per_tile", gr.Cols(0)}
 	if p.Kind == low.KindMLP {
@@ -190,23 +293,19 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 		run  func() error
 	}{
 		{"construct_low", func() error {
-			g, p, opts, err := problem(cfg.Recipe, cfg.Force)
-			if err != nil {
-				return err
-			}
-			res.Graph = g
 			n := cfg.Finalists
 			if n <= 0 {
 				n = low.DefaultFinalists
 			}
-			cands, err := low.Candidates(p, opts, n)
+			g, plans, err := candidatePlans(cfg.Recipe, cfg.Force, n, log)
 			if err != nil {
 				return err
 			}
-			fins = make([]*finalist, len(cands))
-			parallelDo(len(cands), func(i int) {
-				fins[i] = &finalist{rank: i + 1, plan: low.Build(p, opts, cands[i])}
-			})
+			res.Graph = g
+			fins = make([]*finalist, len(plans))
+			for i, pl := range plans {
+				fins[i] = &finalist{rank: i + 1, plan: pl}
+			}
 			res.Name, err = graph.WorkloadName(cfg.Workload, cfg.Flags)
 			return err
 		}},
@@ -391,6 +490,9 @@ func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 	}
 	for _, r := range best.logs {
 		r.replay(log.Handler())
+	}
+	for _, r := range best.plan.Passes {
+		r.Log(log)
 	}
 	logPlan(log, best.plan)
 	log.Info("costed final placed program", "rank", best.rank, "final_cycles", best.low.Total, "final_exchange", best.low.Exchange,

@@ -100,12 +100,28 @@ func TestMLPSmall(t *testing.T) {
 	}
 }
 
-// The MLP tests must exercise the reduce-scatter (grid columns > 1).
+// The MLP tests must exercise both reduce-scatters: a v0 grid with
+// columns > 1 (biases keep a plan in the v0 family) and a mid plan with a
+// K-split GEMM on several row blocks.
 func TestMLPUsesReduceScatter(t *testing.T) {
-	for _, r := range []Recipe{mlpRecipe(77, 72, 200, 64), mlpRecipe(64, 128, 512, 64)} {
-		if g := compile(t, r).Plan.Grid; g.C < 2 || g.R < 2 {
-			t.Errorf("%+v: grid %dx%d, want at least 2x2", r.Flags.MLP, g.R, g.C)
+	v0, ksplit := 0, 0
+	for _, r := range []Recipe{mlpRecipe(77, 72, 200, 64), mlpRecipe(64, 128, 512, 64), mlpRecipeFull(100, 200, 300, 2, 64, true)} {
+		pl := compile(t, r).Plan
+		if pl.Mid == nil {
+			if g := pl.Grid; g.C >= 2 && g.R >= 2 {
+				v0++
+			}
+			continue
 		}
+		for _, g := range pl.Mid.Gemms {
+			if g.Inner.Count > 1 && g.Rows.Count > 1 {
+				ksplit++
+				break
+			}
+		}
+	}
+	if v0 == 0 || ksplit == 0 {
+		t.Errorf("%d v0 plans with a reduce-scatter, %d mid plans with one: want both", v0, ksplit)
 	}
 }
 

@@ -198,6 +198,25 @@ type stepProv struct{ op, value, reason string }
 func provenance(pl *low.Plan, t *low.TileProgram, steps []emit.TimedStep) []stepProv {
 	out := make([]stepProv, len(steps))
 	p, g := pl.Problem, &pl.Grid
+	if pl.Mid != nil {
+		// Plans lowered from compiler/mid carry their provenance.
+		for k, st := range steps {
+			switch op := st.Op; {
+			case op == nil:
+			case op.Kind == low.OpSample:
+				out[k] = stepProv{reason: "end of run: sync 2 (the last workers done), then the run.end sample"}
+			case op.Kind == low.OpExchange:
+				name := ""
+				if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
+					name = pl.Exchanges[op.Phase].Name
+				}
+				out[k] = stepProv{op.Node, op.Node, "exchange phase " + name + ": " + op.Why}
+			default:
+				out[k] = stepProv{op.Node, op.Node, op.Why}
+			}
+		}
+		return out
+	}
 	if p.Kind != low.KindMLP {
 		for k, st := range steps {
 			if st.Kind == "compute" || st.Kind == "exchange" {
@@ -371,6 +390,14 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []pro
 func planSummary(pl *low.Plan) profile.Plan {
 	p, g := pl.Problem, &pl.Grid
 	sum := profile.Plan{PredictedCycles: uint64(max(0, pl.Estimate.Total))}
+	if pl.Mid != nil {
+		for _, gp := range pl.Mid.Gemms {
+			sum.Gemms = append(sum.Gemms, profile.Gemm{Name: gp.Node.Name, M: gp.M, K: gp.K, N: gp.N,
+				Grid:  profile.Grid{Rows: gp.Rows.Count, Cols: gp.Cols.Count, Inner: gp.Inner.Count},
+				Tiles: gp.ActiveTiles(), Kernel: gp.Kernel})
+		}
+		return sum
+	}
 	if p.Kind != low.KindMLP {
 		sum.Gemms = append(sum.Gemms, profile.Gemm{Name: p.Output, M: p.M, K: p.K, N: p.N,
 			Grid: profile.Grid{Rows: g.R, Cols: g.C, Inner: 1}, Tiles: g.R * g.C, Kernel: "gemm_f16"})
@@ -389,14 +416,25 @@ func planSummary(pl *low.Plan) profile.Plan {
 	return sum
 }
 
-// finalistsSummary turns the rerank's finalists into the profile's: every
-// GEMM of a v0 plan runs on the plan's R x C grid.
+// finalistsSummary turns the rerank's finalists into the profile's: a mid
+// plan's GEMMs have their own grids; every GEMM of a v0 plan runs on the
+// plan's R x C grid (an MLP's second GEMM as R row blocks with a C-way
+// K split).
 func finalistsSummary(fins []Finalist, gemms int) []profile.Finalist {
 	out := make([]profile.Finalist, 0, len(fins))
 	for _, f := range fins {
 		grids := make([]profile.Grid, gemms)
 		for i := range grids {
-			grids[i] = profile.Grid{Rows: f.Plan.R, Cols: f.Plan.C, Inner: 1}
+			switch {
+			case f.Plan.Mid != nil && i < len(f.Plan.Mid):
+				m := f.Plan.Mid[i]
+				grids[i] = profile.Grid{Rows: m.Rows, Cols: m.Cols, Inner: m.Inner}
+			case f.Plan.Mid != nil:
+			case gemms > 1 && i%2 == 1:
+				grids[i] = profile.Grid{Rows: f.Plan.R, Cols: 1, Inner: f.Plan.C}
+			default:
+				grids[i] = profile.Grid{Rows: f.Plan.R, Cols: f.Plan.C, Inner: 1}
+			}
 		}
 		out = append(out, profile.Finalist{Rank: f.Rank, MidCycles: uint64(max(0, f.MidCycles)),
 			LowCycles: uint64(max(0, f.LowCycles)), Grids: grids, Chosen: f.Chosen})

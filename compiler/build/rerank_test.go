@@ -171,17 +171,12 @@ func TestFinalistBoundsHold(t *testing.T) {
 		gemmRecipe(100, 200, 300, 64),
 	} {
 		t.Run(r.Workload+"-"+itoa(r.Tiles), func(t *testing.T) {
-			_, p, opts, err := problem(r, low.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cands, err := low.Candidates(p, opts, low.DefaultFinalists)
+			_, plans, err := candidatePlans(r, low.Options{}, low.DefaultFinalists, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			best, bestRank := 0, 0
-			for i, c := range cands {
-				pl := low.Build(p, opts, c)
+			for i, pl := range plans {
 				addrs, err := emit.PlaceAll(pl)
 				if err != nil {
 					t.Fatal(err)
@@ -204,7 +199,7 @@ func TestFinalistBoundsHold(t *testing.T) {
 					if num(t, l, "rank") != bestRank || num(t, l, "final_cycles") != best {
 						t.Fatalf("rerank chose %v, want rank %d with %d cycles", l, bestRank, best)
 					}
-					t.Logf("%v: rank %d of %d, %d cycles", res.Plan.Choice(), bestRank, len(cands), best)
+					t.Logf("%v: rank %d of %d, %d cycles", res.Plan.Choice(), bestRank, len(plans), best)
 					return
 				}
 			}

@@ -101,24 +101,44 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 		return nil, err
 	}
 	p := pl.Problem
+	// Plans lowered from compiler/mid describe their host layouts as
+	// rectangles (hostrect.go); the v0 family's layouts are known here.
+	rects := hasRects(pl)
+	if n, with := countRects(pl); with > 0 && !rects {
+		return nil, fmt.Errorf("plan has %d of %d host slices with a rectangle: neither the v0 nor the generic packer applies", with, n)
+	}
+	if rects && len(pl.Outputs) == 0 {
+		return nil, fmt.Errorf("plan has no output binding")
+	}
 	t0 := time.Now()
-	in := g.Node(p.Input)
-	x := in.DataF16()
 	inputs := map[string][]byte{}
 	weights := map[string][]byte{}
-	if p.Kind == low.KindMLP {
-		inputs[p.Input] = packActivations(pl, x)
-		for _, blk := range p.Blocks {
-			weights[blk.W1] = packW1(pl, g.Node(blk.W1).DataF16())
-			weights[blk.W2] = packW2(pl, g.Node(blk.W2).DataF16())
-			if p.Biases {
-				weights[blk.B1] = packB1(pl, g.Node(blk.B1).DataF16())
-				weights[blk.B2] = packB2(pl, g.Node(blk.B2).DataF16())
-			}
+	var inputBytes, weightBytes int64
+	outName := ""
+	if rects {
+		outName = pl.Outputs[0].Name
+		if inputBytes, err = packBindings(g, pl.Inputs, inputs); err != nil {
+			return nil, err
+		}
+		if weightBytes, err = packBindings(g, pl.Weights, weights); err != nil {
+			return nil, err
 		}
 	} else {
-		inputs[p.Input] = packInput(pl, x)
-		weights[p.W1] = packW1(pl, g.Node(p.W1).DataF16())
+		x := g.Node(p.Input).DataF16()
+		if p.Kind == low.KindMLP {
+			inputs[p.Input] = packActivations(pl, x)
+			for _, blk := range p.Blocks {
+				weights[blk.W1] = packW1(pl, g.Node(blk.W1).DataF16())
+				weights[blk.W2] = packW2(pl, g.Node(blk.W2).DataF16())
+				if p.Biases {
+					weights[blk.B1] = packB1(pl, g.Node(blk.B1).DataF16())
+					weights[blk.B2] = packB2(pl, g.Node(blk.B2).DataF16())
+				}
+			}
+		} else {
+			inputs[p.Input] = packInput(pl, x)
+			weights[p.W1] = packW1(pl, g.Node(p.W1).DataF16())
+		}
 	}
 	log.Info("prepared reference inputs", "elapsed_ms", time.Since(t0).Milliseconds())
 	t1 := time.Now()
@@ -136,25 +156,39 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	if err != nil {
 		return nil, err
 	}
-	got, err := unpackOutput(pl, res.Outputs[p.Output])
+	var got []float32
+	if rects {
+		got, err = unpackRects(pl.Outputs[0], res.Outputs[outName])
+	} else {
+		outName = p.Output
+		got, err = unpackOutput(pl, res.Outputs[outName])
+	}
 	if err != nil {
 		return nil, err
 	}
-	want := ref.Outputs[p.Output]
-	tol := ref.Tolerances[p.Output]
+	want := ref.Outputs[outName]
+	tol := ref.Tolerances[outName]
+	if len(want) != len(got) {
+		return nil, fmt.Errorf("output %q: %d values, the reference %d", outName, len(got), len(want))
+	}
 	maxErr, worst, ok := reference.Compare(got, want, tol)
 	verdict := "PASS"
 	if !ok {
 		verdict = "FAIL"
-		cols := p.N
-		if p.Kind == low.KindMLP {
+		var cols int
+		switch {
+		case rects:
+			cols = pl.Outputs[0].Cols
+		case p.Kind == low.KindMLP:
 			cols = p.K
+		default:
+			cols = p.N
 		}
 		log.Error("numerical test failed", "worst_index", worst, "row", worst/cols, "col", worst%cols,
 			"got", got[worst], "want", want[worst], "tolerance", tol.String())
 	}
 	tg := target.IPU21()
-	m := &Metrics{Workload: name, Tiles: len(pkg.Tiles), ActiveTiles: pl.Grid.R * pl.Grid.C,
+	m := &Metrics{Workload: name, Tiles: len(pkg.Tiles), ActiveTiles: activeTiles(pl),
 		Cycles: res.Cycles, MinimumTileCycles: res.MinimumTileCycles,
 		MaximumAbsoluteError: maxErr, NumericalTest: verdict, Device: dev}
 	m.DeviceMicroseconds = tg.Microseconds(int64(res.Cycles))
@@ -164,11 +198,15 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 		m.EffectiveGemmTflops = float64(p.Flops) / secs / 1e12
 		m.EfficiencyPercent = 100 * m.EffectiveGemmTflops / m.PeakTflops
 	}
-	m.InputBytes = int64(2 * in.Shape.Elements())
-	for _, blk := range p.Blocks {
-		for _, w := range []string{blk.W1, blk.W2, blk.B1, blk.B2} {
-			if w != "" {
-				m.WeightBytes += int64(2 * g.Node(w).Shape.Elements())
+	if rects {
+		m.InputBytes, m.WeightBytes = inputBytes, weightBytes
+	} else {
+		m.InputBytes = int64(2 * g.Node(p.Input).Shape.Elements())
+		for _, blk := range p.Blocks {
+			for _, w := range []string{blk.W1, blk.W2, blk.B1, blk.B2} {
+				if w != "" {
+					m.WeightBytes += int64(2 * g.Node(w).Shape.Elements())
+				}
 			}
 		}
 	}
@@ -189,6 +227,42 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 			"cycles", prof.Cycles, "elapsed_ms", time.Since(t2).Milliseconds())
 	}
 	return m, nil
+}
+
+// activeTiles counts the tiles that compute. It reads the programs, not
+// the v0 grid, which plans lowered from compiler/mid leave empty; for the
+// v0 family it is Grid.R*Grid.C (every grid position gets its own tile).
+func activeTiles(pl *low.Plan) int {
+	n := 0
+	for l := range pl.Programs {
+		if pl.Programs[l].Active() {
+			n++
+		}
+	}
+	return n
+}
+
+// packBindings packs every rectangle binding of bs from its graph node's
+// data into packed (name -> bytes) and returns the f16 size of those nodes
+// (the metrics' input/weight bytes: the tensors, not their padded layouts).
+func packBindings(g *graph.Graph, bs []low.HostBinding, packed map[string][]byte) (int64, error) {
+	var size int64
+	for _, b := range bs {
+		n := g.Node(b.Name)
+		if n == nil {
+			return 0, fmt.Errorf("host binding %q: no such graph node", b.Name)
+		}
+		data := n.DataF16()
+		if data == nil {
+			return 0, fmt.Errorf("host binding %q: graph node has no f16 data", b.Name)
+		}
+		var err error
+		if packed[b.Name], err = packRects(b, data); err != nil {
+			return 0, err
+		}
+		size += int64(2 * n.Shape.Elements())
+	}
+	return size, nil
 }
 
 // checkLayout checks that the package's bindings are the plan's.

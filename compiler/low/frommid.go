@@ -259,6 +259,12 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		for l := 0; l < g.ActiveTiles(); l++ {
 			c, _ := cellOf(g, l)
 			rs, cs, ks := g.Rows.Span(c.i), g.Cols.Span(c.j), g.Inner.Span(c.p)
+			if o > 0 {
+				// The part of the left block the tile holds itself (the
+				// planner's exchange skips it) is copied locally, one copy
+				// per 16-column group (merge_copies joins contiguous ones).
+				timed[l] = append(timed[l], localCopies(gs[o-1], o, l, loc{bufName("L", o), rs, ks})...)
+			}
 			O := bufName("O", o)
 			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: "gemm_f16",
 				Params: kernels.Params{"k": ks.Len(), "c": cs.Len(), "r": rs.Len()},
@@ -327,6 +333,30 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	}
 	pl.Estimate = pl.midEstimate()
 	return pl, nil
+}
+
+// localCopies copy into dst the rectangle of prev's result that tile l
+// holds itself (none when it holds no part of dst's block).
+func localCopies(prev *mid.GemmPlan, o, l int, dst loc) []Op {
+	pc, ok := cellOf(prev, l)
+	if !ok {
+		return nil
+	}
+	src, ok := outLoc(prev, o-1, pc)
+	if !ok {
+		return nil
+	}
+	rs, cs := src.rows.Intersect(dst.rows), src.cols.Intersect(dst.cols)
+	if rs.Len() <= 0 || cs.Len() <= 0 {
+		return nil
+	}
+	var ops []Op
+	for col := cs.Lo; col < cs.Hi; col += 16 {
+		ops = append(ops, Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": rs.Len() * 32},
+			Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
+			Node: prev.Out.Name, Why: fmt.Sprintf("own rows %v x cols %v of %s into the left panel", rs, cs, prev.Out.Name)})
+	}
+	return ops
 }
 
 // epilogueOps are the fused elementwise ops on a result block, in place.

@@ -60,8 +60,11 @@ func Optimize(pl *Plan) []PassReport {
 			m.Detail = append(m.Detail, slog.Group("after_eliminate", again.Detail...))
 		}
 	}
-	pl.Passes = []PassReport{g, m, e}
-	return pl.Passes
+	reps := []PassReport{g, m, e}
+	if pl != nil {
+		pl.Passes = reps
+	}
+	return reps
 }
 
 // ---------------------------------------------------------------------------
