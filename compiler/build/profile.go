@@ -354,19 +354,36 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []pro
 			continue
 		}
 		s := profile.Segment{Address: addr, Size: uint32(bf.Bytes), Name: bf.Name}
-		switch bf.Name {
-		case "w", "ws", "wst", "bias":
+		mid := pl.Mid != nil && len(bf.Name) > 1
+		switch {
+		case bf.Name == "w" || bf.Name == "ws" || bf.Name == "wst" || bf.Name == "bias", mid && bf.Name[0] == 'W':
 			s.Kind = profile.Weights
-		case "red":
+		case bf.Name == "red", mid && bf.Name[0] == 'R':
 			s.Kind = profile.Partials
-		case emit.SampleBuf:
+		case bf.Name == emit.SampleBuf:
 			s.Kind, s.Name = profile.Code, "profile samples"
 		default:
 			s.Kind = profile.Activations
 		}
 		data = append(data, s)
 	}
-	sort.Slice(data, func(i, j int) bool { return data[i].Address < data[j].Address })
+	sort.SliceStable(data, func(i, j int) bool { return data[i].Address < data[j].Address })
+	// Buffers live at different times may share memory (low.Buffer.Live):
+	// the map shows each shared range once, named after all its users.
+	merged := data[:0]
+	for _, s := range data {
+		if n := len(merged); n > 0 && s.Address < merged[n-1].Address+merged[n-1].Size {
+			m := &merged[n-1]
+			m.Name += "/" + s.Name
+			if m.Kind != s.Kind {
+				m.Kind = profile.Activations
+			}
+			m.Size = max(m.Size, s.Address+s.Size-m.Address)
+			continue
+		}
+		merged = append(merged, s)
+	}
+	data = merged
 	// Free ranges of the data regions.
 	for _, r := range [][2]uint32{{place.DataBase, place.Region0End}, {target.Region1Base, place.Region1End}} {
 		at := r[0]

@@ -6,9 +6,11 @@ package low
 // family's one grid.
 //
 // Per GEMM o and grid cell (i, j, p) on tile t = GemmPlan.Tile(i, j, p),
-// the tile owns these buffers (all live for the whole program; the mid
-// planner's memory figure is the peak of one operation's working set, so a
-// plan whose buffers do not all fit is dropped by the Fits check):
+// the tile owns these buffers (weights for the whole program, the others
+// for their GEMM, and a result also for the next GEMM: Buffer.Live, so
+// that compiler/place lets the GEMMs' working sets share memory, as the mid
+// planner's memory figure assumes; a plan that still does not fit is
+// dropped by the Fits check):
 //
 //	L<o>  the AMP left panel of A[rows_i][k_p]             r x k
 //	W<o>  the AMP right panel of B[k_p][cols_j] (region 1)  k x c
@@ -119,16 +121,29 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			}
 			r, cc, k := g.Rows.Span(c.i).Len(), g.Cols.Span(c.j).Len(), g.Inner.Span(c.p).Len()
 			L, W, O := bufName("L", o), bufName("W", o), bufName("O", o)
+			// Lifetimes in GEMM steps (step o+1 is GEMM o): the working
+			// buffers live for their GEMM, the result also for the next
+			// GEMM (its input exchange and copies) or, the last one, until
+			// the host has read it; weights always.
+			work := [2]int{o + 1, o + 2}
+			result := [2]int{o + 1, o + 3}
+			if o == len(gs)-1 {
+				result[1] = 1 << 30
+			}
+			out := work
+			if g.Inner.Count == 1 {
+				out = result
+			}
 			tp.Buffers = append(tp.Buffers,
-				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}},
+				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
 				Buffer{Name: W, Bytes: k * cc * 2, Align: 32, Region: kernels.Interleaved},
-				Buffer{Name: O, Bytes: r * cc * 2, Align: 32, Apart: []string{L}})
+				Buffer{Name: O, Bytes: r * cc * 2, Align: 32, Apart: []string{L}, Live: out})
 			if g.Inner.Count > 1 {
 				if s := g.Slice(c.j, c.p).Len(); s > 0 {
 					n := r * s
 					tp.Buffers = append(tp.Buffers,
-						Buffer{Name: bufName("R", o), Bytes: g.Inner.Count * n * 2, Align: 32},
-						Buffer{Name: bufName("Y", o), Bytes: n * 2, Align: 32})
+						Buffer{Name: bufName("R", o), Bytes: g.Inner.Count * n * 2, Align: 32, Live: work},
+						Buffer{Name: bufName("Y", o), Bytes: n * 2, Align: 32, Live: result})
 				}
 			}
 		}

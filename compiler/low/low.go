@@ -22,6 +22,19 @@ type Buffer struct {
 	// Apart names buffers that must not share a memory element with this
 	// one (AMP output and left input).
 	Apart []string
+	// Live, when Live[1] > 0, is the span [Live[0], Live[1]) of program
+	// stages in which the buffer holds data (stages are the lowering's
+	// own numbering, e.g. one per GEMM); buffers whose spans do not
+	// overlap may share memory. Zero: live for the whole program.
+	Live [2]int
+}
+
+// Overlaps reports whether two buffers can hold data at the same time.
+func (b *Buffer) Overlaps(o *Buffer) bool {
+	if b.Live[1] <= 0 || o.Live[1] <= 0 {
+		return true
+	}
+	return b.Live[0] < o.Live[1] && o.Live[0] < b.Live[1]
 }
 
 // Ref is a byte offset into a named buffer of the tile it is used on.

@@ -10,7 +10,8 @@
 //	[0x80000, LoadLimit) region 1 data (interleaved: AMP right panels)
 //
 // Buffers are placed first-fit in order, region 1 for those that need it
-// and region 0 before region 1 otherwise. A buffer that must not share a
+// and region 0 before region 1 otherwise; a buffer may share addresses with
+// buffers it is never live with (low.Buffer.Live). A buffer that must not share a
 // memory element with another (Apart) starts at an element boundary and
 // owns its elements, so the rule holds whatever its partner's address.
 // Data never shares an element with code or rows, which the exchange rows
@@ -47,10 +48,16 @@ const (
 
 type interval struct{ lo, hi uint32 }
 
-// Place returns each buffer's address.
+// Place returns each buffer's address. Buffers whose lifetimes do not
+// overlap (low.Buffer.Live) may share addresses.
 func Place(bufs []low.Buffer) (map[string]uint32, error) {
-	free := [2][]interval{{{DataBase, Region0End}}, {{target.Region1Base, Region1End}}}
+	regionSpan := [2]interval{{DataBase, Region0End}, {target.Region1Base, Region1End}}
 	addr := map[string]uint32{}
+	type placed struct {
+		interval
+		buf int
+	}
+	var done []placed // sorted by address
 	order := make([]int, len(bufs))
 	for i := range order {
 		order[i] = i
@@ -64,50 +71,48 @@ func Place(bufs []low.Buffer) (map[string]uint32, error) {
 		return ba.Bytes > bb.Bytes
 	})
 	for _, k := range order {
-		b := bufs[k]
+		b := &bufs[k]
 		if b.Bytes <= 0 {
 			return nil, fmt.Errorf("place: buffer %q has %d bytes", b.Name, b.Bytes)
 		}
-		align := uint32(max(b.Align, 8))
 		regions := []int{0, 1}
 		if b.Region == kernels.Interleaved {
 			regions = []int{1}
 		}
-		placed := false
+		ok := false
 		for _, r := range regions {
+			align := uint32(max(b.Align, 8))
 			elem := uint32(target.ElementBytes)
 			if r == 1 {
 				elem = target.InterleavedElementBytes
 			}
 			size := uint32(b.Bytes)
-			own := len(b.Apart) > 0
-			if own {
+			if len(b.Apart) > 0 {
 				align = max(align, elem)
 				size = (size + elem - 1) / elem * elem
 			}
-			for fi, f := range free[r] {
-				a := (f.lo + align - 1) / align * align
-				if a+size > f.hi {
+			// First fit: the lowest aligned address clear of every placed
+			// buffer live at the same time.
+			a := (regionSpan[r].lo + align - 1) / align * align
+			for _, d := range done {
+				if !b.Overlaps(&bufs[d.buf]) || d.hi <= a {
 					continue
 				}
-				addr[b.Name] = a
-				// Split the free interval.
-				var rest []interval
-				if a > f.lo {
-					rest = append(rest, interval{f.lo, a})
+				if d.lo >= a+size {
+					break
 				}
-				if a+size < f.hi {
-					rest = append(rest, interval{a + size, f.hi})
-				}
-				free[r] = append(free[r][:fi], append(rest, free[r][fi+1:]...)...)
-				placed = true
-				break
+				a = (d.hi + align - 1) / align * align
 			}
-			if placed {
-				break
+			if a+size > regionSpan[r].hi {
+				continue
 			}
+			addr[b.Name] = a
+			at := sort.Search(len(done), func(i int) bool { return done[i].lo > a })
+			done = append(done[:at], append([]placed{{interval{a, a + size}, k}}, done[at:]...)...)
+			ok = true
+			break
 		}
-		if !placed {
+		if !ok {
 			var used int
 			for _, bb := range bufs {
 				used += bb.Bytes
