@@ -260,6 +260,30 @@ func CopyF16(n int) int64 {
 	return singleRun(b)
 }
 
+// AddBiasF16 is the cycle count of add_bias_f16 on rows panel rows of a
+// panel with r rows per column group, starting at row first of a group.
+func AddBiasF16(rows, r, first int) int64 {
+	// src/add_bias.S, per worker with n >= 1 rows: 19 prologue
+	// instructions (WORKER_SPLIT with rpt=1, the vertex table loads), the
+	// group entry (4 bias loads and the nop aligning the row loop: 19+4
+	// instructions of 4 bytes), 13 bundles per row but 11 for the last
+	// (its brz leaves to exitz), exitz, and per column group boundary
+	// crossed between two of its rows 3 bundles (add, setzi, bri) and
+	// another group entry. An empty worker leaves at its brz (6 bundles).
+	var b [target.WorkerContexts]int
+	p0 := 0 // the worker's first row: w*Q + min(w, REM)
+	for w, n := range rowsPerWorker(rows) {
+		if n == 0 {
+			b[w] = 6
+			continue
+		}
+		crossed := (first+p0+n-1)/r - (first+p0)/r
+		b[w] = 13*n + 23 + 8*crossed
+		p0 += n
+	}
+	return singleRun(b)
+}
+
 // FillZero is the cycle count of fill_zero on n bytes.
 func FillZero(n int) int64 {
 	// src/fill.S: worker w zeroes min(words - w*chunk, chunk) words,
@@ -315,6 +339,8 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return CopyF16(p["n"]), nil
 	case "fill_zero":
 		return FillZero(p["bytes"]), nil
+	case "add_bias_f16":
+		return AddBiasF16(p["rows"], p["r"], p["first"]), nil
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
 }

@@ -63,6 +63,24 @@ var modelPoints = []struct {
 	{"fill_zero", kernels.Params{"bytes": 8}},
 	{"fill_zero", kernels.Params{"bytes": 40}},
 	{"fill_zero", kernels.Params{"bytes": 65528}},
+	// add_bias_f16: fewer rows than workers, group boundaries inside a
+	// worker's rows (r = 1: every row; r = 7, 46: uneven against the
+	// split), a piece starting mid-group (first > 0), one group spanning
+	// all workers (r = 729), and the largest operand (rows = 6144).
+	{"add_bias_f16", kernels.Params{"rows": 1, "r": 1}},
+	{"add_bias_f16", kernels.Params{"rows": 7, "r": 1}},
+	{"add_bias_f16", kernels.Params{"rows": 6144, "r": 1}},
+	{"add_bias_f16", kernels.Params{"rows": 5, "r": 7, "first": 3}},
+	{"add_bias_f16", kernels.Params{"rows": 13, "r": 7, "first": 6}},
+	{"add_bias_f16", kernels.Params{"rows": 6143, "r": 7, "first": 2}},
+	{"add_bias_f16", kernels.Params{"rows": 6, "r": 16}},
+	{"add_bias_f16", kernels.Params{"rows": 64, "r": 16}},
+	{"add_bias_f16", kernels.Params{"rows": 100, "r": 16, "first": 15}},
+	{"add_bias_f16", kernels.Params{"rows": 4416, "r": 46}},
+	{"add_bias_f16", kernels.Params{"rows": 1000, "r": 46, "first": 45}},
+	{"add_bias_f16", kernels.Params{"rows": 3, "r": 729, "first": 728}},
+	{"add_bias_f16", kernels.Params{"rows": 2000, "r": 729, "first": 700}},
+	{"add_bias_f16", kernels.Params{"rows": 5832, "r": 729}},
 }
 
 // Bounds the differential test asserts. The models replay the kernels'

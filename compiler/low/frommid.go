@@ -39,6 +39,7 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/target"
@@ -90,9 +91,6 @@ func outLoc(g *mid.GemmPlan, o int, c cell) (loc, bool) {
 // kernel call is outside the kernels' parameter limits or a tile's buffers
 // do not fit (opts.Fits).
 func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
-	if p.Biases {
-		return nil, fmt.Errorf("compiler/mid plans have no biases")
-	}
 	T := opts.Tiles
 	if T < 1 || T > target.Tiles {
 		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
@@ -138,6 +136,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
 				Buffer{Name: W, Bytes: k * cc * 2, Align: 32, Region: kernels.Interleaved},
 				Buffer{Name: O, Bytes: r * cc * 2, Align: 32, Apart: []string{L}, Live: out})
+			if lc, ok := outLoc(g, o, c); ok && g.Bias != nil {
+				tp.Buffers = append(tp.Buffers, Buffer{Name: bufName("B", o), Bytes: lc.cols.Len() * 2, Align: 32})
+			}
 			if g.Inner.Count > 1 {
 				if s := g.Slice(c.j, c.p).Len(); s > 0 {
 					n := r * s
@@ -174,6 +175,22 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			}
 		}
 		pl.Weights = append(pl.Weights, w)
+		if g.Bias == nil {
+			continue
+		}
+		// The bias of each result block's columns, on the holders of
+		// grid row 0 (multicast down the columns with the weights).
+		b := HostBinding{Name: g.Bias.Name, Kind: ipuexe.KindWeight, Rows: 1, Cols: g.N}
+		for l := 0; l < g.ActiveTiles(); l++ {
+			c, _ := cellOf(g, l)
+			if lc, ok := outLoc(g, o, c); ok && c.i == 0 {
+				n := lc.cols.Len() * 2
+				b.Slices = append(b.Slices, HostSlice{Tile: l, Ref: Ref{Buf: bufName("B", o)}, Offset: b.Bytes, Length: n,
+					Block: &Rect{Rows: mid.Span{Lo: 0, Hi: 1}, Cols: lc.cols, Order: mid.RowMajor}})
+				b.Bytes += n
+			}
+		}
+		pl.Weights = append(pl.Weights, b)
 	}
 	out := HostBinding{Name: p.Output, Kind: ipuexe.KindOutput, Rows: last.M, Cols: last.N}
 	for l := 0; l < last.ActiveTiles(); l++ {
@@ -208,6 +225,21 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				}
 				pl.Exchanges[wPhase].Transfers = append(pl.Exchanges[wPhase].Transfers, t)
 			}
+		}
+		if g.Bias == nil {
+			continue
+		}
+		for l := 0; l < g.ActiveTiles(); l++ {
+			c, _ := cellOf(g, l)
+			lc, ok := outLoc(g, o, c)
+			if !ok || c.i != 0 {
+				continue
+			}
+			t := XTransfer{Src: l, SrcRef: Ref{Buf: bufName("B", o)}, Words: lc.cols.Len() / 2}
+			for i := 1; i < g.Rows.Count; i++ {
+				t.Dsts = append(t.Dsts, XDest{Tile: g.Tile(i, c.j, c.p), Ref: Ref{Buf: bufName("B", o)}})
+			}
+			pl.Exchanges[wPhase].Transfers = append(pl.Exchanges[wPhase].Transfers, t)
 		}
 	}
 
@@ -286,7 +318,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				Args:   []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
 				Node:   name, Why: fmt.Sprintf("cell (%d,%d,%d): rows %v x cols %v, k %v", c.i, c.j, c.p, rs, cs, ks)})
 			if g.Inner.Count == 1 {
-				timed[l] = append(timed[l], epilogueOps(g, Ref{Buf: O}, rs.Len()*cs.Len(), precise, c)...)
+				timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: O}, rs.Len(), cs.Len(), precise, c)...)
 			}
 		}
 		if g.Inner.Count == 1 {
@@ -334,7 +366,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				Op{Kind: OpKernel, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": g.Inner.Count},
 					Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
 					Node: name, Why: fmt.Sprintf("cell (%d,%d,%d): sum of %d partials of rows %v x cols %v", c.i, c.j, c.p, g.Inner.Count, g.Rows.Span(c.i), sl)})
-			timed[l] = append(timed[l], epilogueOps(g, Ref{Buf: Y}, n, precise, c)...)
+			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
 	pl.hostCalls(func(t *TileProgram) (init, run []Op) {
@@ -374,10 +406,19 @@ func localCopies(prev *mid.GemmPlan, o, l int, dst loc) []Op {
 	return ops
 }
 
-// epilogueOps are the fused elementwise ops on a result block, in place.
-func epilogueOps(g *mid.GemmPlan, blk Ref, n, precise int, c cell) []Op {
+// epilogueOps are the fused elementwise ops on a result block of r rows
+// and cols columns (AMP output order), in place, in graph order: the bias
+// (add_bias_f16 with B<o>, the bias of the block's columns) and the GELU.
+func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols, precise int, c cell) []Op {
 	var ops []Op
+	n := r * cols
 	for _, e := range g.Epilogue {
+		if e.Op == graph.OpAdd {
+			ops = append(ops, Op{Kind: OpKernel, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
+				Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
+				Node: e.Name, Why: fmt.Sprintf("cell (%d,%d,%d): bias in place", c.i, c.j, c.p)})
+			continue
+		}
 		ops = append(ops, Op{Kind: OpKernel, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": precise},
 			Args: []Arg{{"$m2", blk}, {"$m3", blk}},
 			Node: e.Name, Why: fmt.Sprintf("cell (%d,%d,%d): activation in place", c.i, c.j, c.p)})
@@ -409,6 +450,9 @@ func (pl *Plan) checkMid(opts Options) error {
 				return fmt.Errorf("tile %d: %s %s: %w", l, op.Kernel, op.Params, err)
 			}
 		}
+		if c := pl.EstimatedCodeBytes(l); c > CodeBytes {
+			return fmt.Errorf("tile %d: about %d bytes of code (the GEMMs are unrolled), the code area holds %d", l, c, CodeBytes)
+		}
 		if opts.Fits == nil || len(tp.Buffers) == 0 {
 			continue
 		}
@@ -425,6 +469,44 @@ func (pl *Plan) checkMid(opts Options) error {
 		fit[kb.String()] = true
 	}
 	return nil
+}
+
+// EstimatedCodeBytes estimates the code of tile l of a plan lowered from
+// compiler/mid, as mlpCodeBytes does for the v0 family: the supervisor
+// program (both calls, every step unrolled, a cycle sample per timed step)
+// and one copy of each kernel it calls, sized a little above what the
+// linker reports.
+func (pl *Plan) EstimatedCodeBytes(l int) int {
+	tp := &pl.Programs[l]
+	instrs := 64 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*len(tp.Calls[1])
+	code := 0
+	seen := map[string]bool{}
+	for _, op := range tp.Calls[1] {
+		if op.Kind != OpKernel {
+			continue
+		}
+		key := op.Kernel + " " + op.Params.String()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		switch op.Kernel {
+		case "gemm_f16":
+			code += 1100
+		case "gelu_f16":
+			code += 520
+			if pl.GeluPrecise {
+				code += 780
+			}
+		case "reduce_add_f16":
+			code += 3*8*(3*op.Params["parts"]+1) + 400
+		case "add_bias_f16":
+			code += 320
+		default:
+			code += 160
+		}
+	}
+	return 4*instrs + code
 }
 
 // midEstimate models the run call's timed part: each compute stage (the

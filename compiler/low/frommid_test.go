@@ -91,6 +91,7 @@ func TestFromMid(t *testing.T) {
 	}{
 		{"siglip", graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 1}, 1472},
 		{"odd", graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 2}, 64},
+		{"biases", graph.MLPConfig{Batch: 2, Tokens: 50, Dim: 40, Hidden: 90, Blocks: 2, Biases: true}, 64},
 		{"368", graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 1}, 368},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -212,7 +212,7 @@ func mlpEstimate(p *Problem, g *Grid, precise bool) Estimate {
 	chunk.Gemm = int(cost.GemmF16(g.Kp, w, rc) + cost.GemmF16(w, g.Kp, rc))
 	chunk.Elementwise = int(cost.GeluF16(rc*w, pr)) + 4*callCycles
 	if p.Biases {
-		chunk.Elementwise += addBiasCycles(rc*w/16) + addBiasCycles(n/16) + 2*callCycles
+		chunk.Elementwise += addBiasCycles(rc*w/16, rc) + addBiasCycles(n/16, rc) + 2*callCycles
 	}
 	if g.C > 1 {
 		chunk.Copy = int(3*cost.CopyF16(2*n)) + 3*callCycles
@@ -253,11 +253,13 @@ func mlpEstimate(p *Problem, g *Grid, precise bool) Estimate {
 	return e
 }
 
-// addBiasCycles models add_bias_f16 on rows panel rows (kernels/src/
-// add_bias.S: 13 bundles per row and worker, the rows split over six
-// workers, plus the prologue; within a few percent of kernels/bench).
-func addBiasCycles(rows int) int {
-	return (ceilDiv(rows, 6)*13 + 22) * 6
+// addBiasCycles models add_bias_f16 on rows panel rows of a panel with r
+// rows per column group. The reduce-scatter piece (chunkOps) starts at a
+// row that differs per tile column; it is charged as starting a group
+// (first = 0), which moves a worker's count by at most one group crossing
+// (8 bundles).
+func addBiasCycles(rows, r int) int {
+	return int(cost.AddBiasF16(rows, r, 0))
 }
 
 // CodeBytes is the tile code area (the runtime and its kernels), which

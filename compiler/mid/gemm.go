@@ -90,6 +90,7 @@ const (
 	kReduce
 	kGelu
 	kUnpack
+	kBias
 )
 
 // cycles returns the modelled cycles of one call, launch overhead included.
@@ -110,6 +111,8 @@ func (m *models) cycles(kind, a, b, c int) int64 {
 		v = cost.GeluF16(a, 0)
 	case kUnpack:
 		v = cost.UnpackOutF16(a, b)
+	case kBias:
+		v = cost.AddBiasF16(a, b, c)
 	}
 	v += m.launch()
 	m.memo[key] = v
@@ -333,10 +336,19 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(
 	for _, op := range g.Epilogue {
 		next := Ref{op, -1, blk.Rows, blk.Cols}
 		in := cur
-		add(t, m.cycles(kGelu, n, 0, 0), func(cyc int64) Call {
-			return Call{Tile: t, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": 0},
-				Cycles: cyc, Reads: []Ref{in}, Writes: []Ref{next}}
-		})
+		if op.Op == graph.OpAdd {
+			r := blk.Rows.Len()
+			add(t, m.cycles(kBias, n/16, r, 0), func(cyc int64) Call {
+				return Call{Tile: t, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
+					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}}
+			})
+			e.weights[t] += cost.Align(blk.Cols.Len()*2, 32)
+		} else {
+			add(t, m.cycles(kGelu, n, 0, 0), func(cyc int64) Call {
+				return Call{Tile: t, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": 0},
+					Cycles: cyc, Reads: []Ref{in}, Writes: []Ref{next}}
+			})
+		}
 		cur = next
 	}
 	if g.Output {

@@ -213,15 +213,37 @@ func TestCheckerCatchesMissingData(t *testing.T) {
 	}
 }
 
-func TestUnsupported(t *testing.T) {
-	c := graph.DefaultMLP
-	c.Biases = true
+// Biases are fused into their GEMM (add_bias_f16 on the block holder,
+// before the GELU) and every finalist passes the data check.
+func TestBiases(t *testing.T) {
+	c := graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 2, Biases: true}
 	g, err := graph.MLPGraph(c, 1, graph.GeluTanh)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Search(g, target.IPU21(), Options{}); err == nil || !strings.Contains(err.Error(), "add") {
-		t.Errorf("biases: err = %v", err)
+	res, err := Search(g, target.IPU21(), Options{Tiles: 64, Finalists: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range res.Finalists {
+		if err := p.Check(); err != nil {
+			t.Fatalf("finalist %d: %v", i, err)
+		}
+		for _, gp := range p.Gemms {
+			if gp.Bias == nil || gp.Epilogue[0].Op != graph.OpAdd {
+				t.Fatalf("finalist %d: %s: bias %v, epilogue %v", i, gp.Node.Name, gp.Bias, gp.Epilogue)
+			}
+		}
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	g, err := graph.MLPGraph(graph.DefaultMLP, 1, graph.GeluErf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Search(g, target.IPU21(), Options{}); err == nil || !strings.Contains(err.Error(), "tanh") {
+		t.Errorf("erf GELU: err = %v", err)
 	}
 }
 

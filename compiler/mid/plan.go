@@ -52,7 +52,8 @@ type GemmPlan struct {
 	Node     *graph.Node   // the Gemm
 	Left     *graph.Node   // A
 	Right    *graph.Node   // B (a Parameter)
-	Epilogue []*graph.Node // fused elementwise ops applied on the block holder (Gelu)
+	Bias     *graph.Node   // the bias parameter of an Add epilogue (nil: none)
+	Epilogue []*graph.Node // fused elementwise ops applied on the block holder (Add of Bias, Gelu), in order
 	Out      *graph.Node   // the value this plan produces: last epilogue node, or Node
 	Output   bool          // Out is a graph output: its slices are unpacked to row-major
 

@@ -62,6 +62,7 @@ type Result struct {
 // gemmOp is one GEMM of the graph with its fused epilogue.
 type gemmOp struct {
 	node, left, right, out *graph.Node
+	bias                   *graph.Node // the Add epilogue's parameter, if any
 	epilogue               []*graph.Node
 	output                 bool
 	m, k, n                int
@@ -113,7 +114,31 @@ func chain(g *graph.Graph) ([]gemmOp, error) {
 			if len(ops) == 0 || n.Inputs[0] != prev || uses[prev.ID] != 1 || isOut[prev.ID] {
 				return nil, fmt.Errorf("mid: gelu %q: only a GELU directly after a single-use GEMM is supported (fused)", n.Name)
 			}
+			if n.Approx != graph.GeluTanh {
+				return nil, fmt.Errorf("mid: gelu %q: the %v form is not supported (gelu_f16 computes the tanh form)", n.Name, n.Approx)
+			}
 			op := &ops[len(ops)-1]
+			op.epilogue = append(op.epilogue, n)
+			op.out = n
+			prev = n
+		case graph.OpAdd:
+			// A bias: prev + a 1-D parameter of the GEMM's columns,
+			// fused before any GELU (add_bias_f16 on the block holder).
+			if len(ops) == 0 || len(n.Inputs) != 2 || uses[prev.ID] != 1 || isOut[prev.ID] || n.DType != graph.F16 {
+				return nil, fmt.Errorf("mid: add %q: only a bias directly after a single-use GEMM is supported (fused)", n.Name)
+			}
+			x, b := n.Inputs[0], n.Inputs[1]
+			if x != prev {
+				x, b = b, x
+			}
+			op := &ops[len(ops)-1]
+			if x != prev || b.Op != graph.OpParameter || b.DType != graph.F16 || len(b.Shape) != 1 || b.Shape[0] != op.n || uses[b.ID] != 1 {
+				return nil, fmt.Errorf("mid: add %q: only a bias [%d] (a single-use f16 parameter) added to %q is supported", n.Name, op.n, prev.Name)
+			}
+			if op.bias != nil || len(op.epilogue) > 0 {
+				return nil, fmt.Errorf("mid: add %q: one bias per GEMM, before any GELU", n.Name)
+			}
+			op.bias = b
 			op.epilogue = append(op.epilogue, n)
 			op.out = n
 			prev = n
@@ -189,7 +214,7 @@ func candidates(op gemmOp, tiles, budget, region1 int) []*GemmPlan {
 				if c > 2048 || r*c > 1<<17 { // unpack/gelu/reduce limits
 					continue
 				}
-				g := &GemmPlan{Node: op.node, Left: op.left, Right: op.right, Epilogue: op.epilogue, Out: op.out, Output: op.output,
+				g := &GemmPlan{Node: op.node, Left: op.left, Right: op.right, Bias: op.bias, Epilogue: op.epilogue, Out: op.out, Output: op.output,
 					M: op.m, K: op.k, N: op.n, Kp: kp, Np: np, Rows: rows, Cols: cols, Inner: inner,
 					Kernel: "gemm_f16", Weights: WeightsResident}
 				if inner.Count > 1 {
@@ -221,8 +246,12 @@ func estimate(m *models, g *GemmPlan) int64 {
 		e += cost.ExchangePhase(m.t, r*(c-s)*2, (g.Inner.Count-1)*n*2)
 		e += m.cycles(kCopy, 2*n, 0, 0) + m.cycles(kReduce, n, g.Inner.Count, 0)
 	}
-	for range g.Epilogue {
-		e += m.cycles(kGelu, n, 0, 0)
+	for _, op := range g.Epilogue {
+		if op.Op == graph.OpAdd {
+			e += m.cycles(kBias, n/16, r, 0)
+		} else {
+			e += m.cycles(kGelu, n, 0, 0)
+		}
 	}
 	if g.Output {
 		e += m.cycles(kUnpack, r, s, 0)
@@ -410,6 +439,11 @@ func materialize(g *graph.Graph, t *target.Target, m *models, tiles int, s *stat
 			}
 		}
 		p.Formats[gp.Right.ID] = wf
+		if gp.Bias != nil {
+			bf := &Format{Value: gp.Bias, Rows: 1, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+			bf.Pieces = append(bf.Pieces, biasPieces(gp)...)
+			p.Formats[gp.Bias.ID] = bf
+		}
 		of := layoutFormat(e.out, gp.Out, gp.N, AnyMemory)
 		p.Formats[gp.Out.ID] = of
 		src, held = e.out, e.held
@@ -424,6 +458,21 @@ func materialize(g *graph.Graph, t *target.Target, m *models, tiles int, s *stat
 	}
 	p.ActiveTiles = len(active)
 	return p
+}
+
+// biasPieces is where g's bias lives: with every holder of a result block, the
+// bias of the block's columns (one row).
+func biasPieces(g *GemmPlan) []Piece {
+	var out []Piece
+	l := outLayout(g)
+	for ri := range l.rows {
+		for ci, c := range l.cols {
+			if t := l.tile[ri*len(l.cols)+ci]; t >= 0 {
+				out = append(out, Piece{Rows: Span{0, 1}, Cols: c, Tile: t})
+			}
+		}
+	}
+	return out
 }
 
 func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format {
