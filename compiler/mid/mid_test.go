@@ -258,3 +258,39 @@ func BenchmarkSearchSiglipMLP(b *testing.B) {
 		}
 	}
 }
+
+// Rebuild regenerates a finalist from its grids alone (what a package
+// records), and rejects grids that are not candidates.
+func TestRebuild(t *testing.T) {
+	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 2, Biases: true}, 1, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Search(g, target.IPU21(), Options{Tiles: 64, Finalists: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range res.Finalists {
+		var grids [][3]int
+		for _, gp := range p.Gemms {
+			grids = append(grids, [3]int{gp.Rows.Count, gp.Cols.Count, gp.Inner.Count})
+		}
+		q, err := Rebuild(g, target.IPU21(), 64, grids)
+		if err != nil {
+			t.Fatalf("finalist %d: %v", i, err)
+		}
+		if q.Summary() != p.Summary() {
+			t.Fatalf("finalist %d rebuilt differs:\n%s\n%s", i, p.Summary(), q.Summary())
+		}
+	}
+	for _, bad := range [][][3]int{
+		{{1, 1, 1}}, // too few GEMMs
+		{{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1000, 1, 1}}, // more row blocks than rows
+		{{0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},    // no row block
+		{{8, 8, 8}, {8, 8, 8}, {8, 8, 8}, {8, 8, 8}},    // more cells than tiles
+	} {
+		if _, err := Rebuild(g, target.IPU21(), 64, bad); err == nil {
+			t.Errorf("grids %v: no error", bad)
+		}
+	}
+}
