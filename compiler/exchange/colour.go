@@ -20,7 +20,7 @@ func (pr *problem) konigColours() (col []int, ok bool) {
 	// Tile slots: only participating tiles get a row of the table.
 	sid := make([]int, target.Tiles) // slot+1 of a sending tile, 0: none yet
 	rid := make([]int, target.Tiles)
-	sdeg, rdeg := []int{}, []int{}
+	ns, nr := 0, 0
 	es0 := make([]int32, len(xs)) // sender slot per point-to-point transfer
 	er0 := make([]int32, len(xs)) // receiver slot
 	for i := range xs {
@@ -30,41 +30,17 @@ func (pr *problem) konigColours() (col []int, ok bool) {
 		}
 		s := sid[x.src] - 1
 		if s < 0 {
-			s = len(sdeg)
+			s = ns
+			ns++
 			sid[x.src] = s + 1
-			sdeg = append(sdeg, 0)
 		}
-		sdeg[s]++
 		r := rid[x.dsts[0]] - 1
 		if r < 0 {
-			r = len(rdeg)
+			r = nr
+			nr++
 			rid[x.dsts[0]] = r + 1
-			rdeg = append(rdeg, 0)
 		}
-		rdeg[r]++
 		es0[i], er0[i] = int32(s), int32(r)
-	}
-	delta := 0
-	for _, d := range sdeg {
-		delta = max(delta, d)
-	}
-	for _, d := range rdeg {
-		delta = max(delta, d)
-	}
-	if (len(sdeg)+len(rdeg))*delta > 1<<23 {
-		return nil, false
-	}
-	sAt := make([]int32, len(sdeg)*delta) // edge of colour c at sender s, or none
-	rAt := make([]int32, len(rdeg)*delta)
-	for i := range sAt {
-		sAt[i] = none
-	}
-	for i := range rAt {
-		rAt[i] = none
-	}
-	col = make([]int, len(xs))
-	for i := range col {
-		col[i] = none
 	}
 	es := make([]int, 0, len(xs))
 	for i := range xs {
@@ -73,6 +49,69 @@ func (pr *problem) konigColours() (col []int, ok bool) {
 		}
 	}
 	slices.SortStableFunc(es, func(a, b int) int { return cmp.Compare(xs[b].n, xs[a].n) })
+	s0 := make([]int32, len(es))
+	r0 := make([]int32, len(es))
+	for k, i := range es {
+		s0[k], r0[k] = es0[i], er0[i]
+	}
+	ec, delta, ok := konig(ns, nr, s0, r0)
+	if !ok {
+		return nil, false
+	}
+	col = make([]int, len(xs))
+	for i := range col {
+		col[i] = none
+	}
+	for k, i := range es {
+		col[i] = ec[k]
+	}
+	// Multicasts: first fit above the point-to-point colours' tables.
+	if len(es) < len(xs) {
+		g := pr.colours() // greedy colouring of everything; keep its multicast colours after delta
+		for i := range xs {
+			if col[i] == none {
+				col[i] = delta + g[i]
+			}
+		}
+	}
+	return col, true
+}
+
+// konig edge-colours a bipartite multigraph with ns senders and nr
+// receivers, edge k joining sender es0[k] and receiver er0[k], with as many
+// colours (delta) as the largest degree, taking the edges in order: each
+// takes the lowest colour free at its sender and, when that colour is
+// taken at its receiver, the two colours are swapped along the alternating
+// path from the receiver (which cannot end at the sender). ok is false
+// when the tables would be too large.
+func konig(ns, nr int, es0, er0 []int32) (col []int, delta int, ok bool) {
+	const none = -1
+	sdeg, rdeg := make([]int, ns), make([]int, nr)
+	for k := range es0 {
+		sdeg[es0[k]]++
+		rdeg[er0[k]]++
+	}
+	for _, d := range sdeg {
+		delta = max(delta, d)
+	}
+	for _, d := range rdeg {
+		delta = max(delta, d)
+	}
+	if (ns+nr)*delta > 1<<23 {
+		return nil, 0, false
+	}
+	sAt := make([]int32, ns*delta) // edge of colour c at sender s, or none
+	rAt := make([]int32, nr*delta)
+	for i := range sAt {
+		sAt[i] = none
+	}
+	for i := range rAt {
+		rAt[i] = none
+	}
+	col = make([]int, len(es0))
+	for i := range col {
+		col[i] = none
+	}
 	free := func(at []int32, u int) int {
 		row := at[u*delta : (u+1)*delta]
 		for c, e := range row {
@@ -83,7 +122,7 @@ func (pr *problem) konigColours() (col []int, ok bool) {
 		return -1
 	}
 	var path []int32
-	for _, e := range es {
+	for e := range es0 {
 		u, v := int(es0[e]), int(er0[e])
 		a := free(sAt, u)
 		if rAt[v*delta+a] != none {
@@ -134,14 +173,5 @@ func (pr *problem) konigColours() (col []int, ok bool) {
 		sAt[u*delta+a] = int32(e)
 		rAt[v*delta+a] = int32(e)
 	}
-	// Multicasts: first fit above the point-to-point colours' tables.
-	if len(es) < len(xs) {
-		g := pr.colours() // greedy colouring of everything; keep its multicast colours after delta
-		for i := range xs {
-			if col[i] == none {
-				col[i] = delta + g[i]
-			}
-		}
-	}
-	return col, true
+	return col, delta, true
 }

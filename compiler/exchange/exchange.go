@@ -57,7 +57,11 @@
 //     each round a matching of senders to receivers), the open-shop
 //     construction that keeps every tile's stream and mux busy in
 //     all-to-all phases such as the compiler's reduce-scatter;
-//   - the rounds of a greedy colouring that groups multicasts.
+//   - the rounds of a greedy colouring that groups multicasts;
+//   - when paired sends go to single receiving pairs, the rounds of the
+//     same König colouring one level up, over tile pairs (pairColours: a
+//     paired send holds both tiles of its sending and of its receiving
+//     pair).
 //
 // Then a bounded local search re-places the phase with the transfers of
 // the tile that ends last (the critical path) moved to the front
@@ -65,7 +69,10 @@
 // still misses it is scheduled again with multicasts split into several
 // sends where their senders have events to spare, and with every send cut
 // into chunks, so that busy receivers need not be free all at once
-// (Options.NoSplit); the shortest schedule that encodes is kept.
+// (Options.NoSplit); with paired multicasts, also with those split by
+// receiving pair (an all-gather among the pairs of a grid row meets the
+// target only so: TestAllGatherSnapshot); the shortest schedule that
+// encodes is kept.
 //
 // Quality target (issue 6): Horizon <= TargetHorizon(LowerBound) = 1.05 x
 // the endpoint lower bound + 200 events of latency allowance. The
@@ -210,6 +217,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Passes is how many priority orders the scheduler tries, keeping
 	// the shortest schedule (default 5, see problem.order; 1 is fastest).
+	// With 4 or more, an assignment with paired sends to single receiving
+	// pairs is also placed in pair-level rounds (problem.pairOrder).
 	// Orders equal to an earlier pass's are not placed again; the others
 	// are placed GOMAXPROCS at a time (the result does not depend on it).
 	Passes int
@@ -380,12 +389,28 @@ func Build(p Phase, opt Options) (*Schedule, error) {
 		// Second round: multicasts split, and everything in chunks.
 		base := cands[best]
 		var more [][]part
-		if sp := splitMulticasts(&p, base); sp != nil {
+		if sp := splitMulticasts(&p, base, false); sp != nil {
 			more = append(more, sp)
 			base = sp
 		}
 		if cp := chunkParts(&p, base, chunkSize(&p, base)); len(cp) > len(base) {
 			more = append(more, cp)
+		}
+		// And with paired multicasts split per receiving pair too (where
+		// the sender's and its partner's lanes have events to spare): a
+		// paired multicast must find every receiving pair free at once, so
+		// in an all-gather among pairs the pairs take turns and the
+		// partner's words transfer fits nowhere; sent pair by pair, the
+		// rounds of problem.pairOrder pack them. Tried besides the
+		// ordinary split, not instead of it: it spends the spare events of
+		// senders and partners on paired sends, where the ordinary split
+		// may have put them to better use (in place of it, it lost on
+		// random paired phases about as often as it won).
+		if sp := splitMulticasts(&p, cands[best], true); sp != nil && !slices.EqualFunc(sp, base, samePart) {
+			more = append(more, sp)
+			if cp := chunkParts(&p, sp, chunkSize(&p, sp)); len(cp) > len(sp) {
+				more = append(more, cp)
+			}
 		}
 		rs := make([]*attempt, len(more))
 		errs := make([]error, len(more))
@@ -466,12 +491,29 @@ func schedule(p *Phase, parts []part, opt Options) (*attempt, error) {
 	var bestOrder []int
 	seen := map[uint64]bool{}
 	batch := max(1, runtime.GOMAXPROCS(0))
-	for p0 := 0; p0 < opt.Passes; p0 += batch {
+	// Pass 3 (König's rounds of tiles) comes with König's rounds of
+	// pairs when paired sends go pair to pair (problem.pairOrder); it is
+	// placed after the last pass, so ties keep the passes' schedule.
+	extra := 0
+	var pairOrd []int
+	if opt.Passes > 3 {
+		o, ok, err := pr.pairOrder()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			pairOrd, extra = o, 1
+		}
+	}
+	for p0 := 0; p0 < opt.Passes+extra; p0 += batch {
 		var orders [][]int
-		for pass := p0; pass < min(p0+batch, opt.Passes); pass++ {
-			order, err := pr.order(pass)
-			if err != nil {
-				return nil, err
+		for pass := p0; pass < min(p0+batch, opt.Passes+extra); pass++ {
+			order := pairOrd
+			if pass < opt.Passes {
+				var err error
+				if order, err = pr.order(pass); err != nil {
+					return nil, err
+				}
 			}
 			if h := hashOrder(order); !seen[h] {
 				seen[h] = true

@@ -243,7 +243,9 @@ func (pr *problem) findDeps() {
 //   - 4: rounds of a greedy colouring that also groups multicasts (first
 //     free round at every tile of the transfer, longest first).
 //
-// Passes beyond 5 repeat these with other tie breaks for pass 2.
+// Passes beyond 5 repeat these with other tie breaks for pass 2. Pass 3
+// has a companion at the level of tile pairs, pairOrder, which schedule
+// places after the passes.
 func (pr *problem) order(pass int) ([]int, error) {
 	ord := make([]int, len(pr.xs))
 	for i := range ord {
@@ -255,11 +257,7 @@ func (pr *problem) order(pass int) ([]int, error) {
 		return v * 0xBF58476D1CE4E5B9
 	}
 	xs := pr.xs
-	byColour := func(col []int) {
-		slices.SortStableFunc(ord, func(a, b int) int {
-			return cmp.Or(cmp.Compare(col[a], col[b]), cmp.Compare(xs[b].crit, xs[a].crit), cmp.Compare(xs[b].n, xs[a].n), cmp.Compare(a, b))
-		})
-	}
+	byColour := func(col []int) { pr.sortByColour(ord, col) }
 	switch pass % 5 {
 	case 3:
 		col, ok := pr.konigColours()
@@ -283,6 +281,32 @@ func (pr *problem) order(pass int) ([]int, error) {
 		})
 	}
 	return pr.topo(ord)
+}
+
+// sortByColour sorts ord by round, then most critical, then longest.
+func (pr *problem) sortByColour(ord, col []int) {
+	xs := pr.xs
+	slices.SortStableFunc(ord, func(a, b int) int {
+		return cmp.Or(cmp.Compare(col[a], col[b]), cmp.Compare(xs[b].crit, xs[a].crit), cmp.Compare(xs[b].n, xs[a].n), cmp.Compare(a, b))
+	})
+}
+
+// pairOrder returns the rounds of pairColours in order (readers before
+// the writers that overwrite their data), or ok false when the problem
+// has no paired send to a single receiving pair: without one the pair
+// rounds add nothing to the tile-level colourings of passes 3 and 4.
+func (pr *problem) pairOrder() (ord []int, ok bool, err error) {
+	col, ok := pr.pairColours()
+	if !ok {
+		return nil, false, nil
+	}
+	ord = make([]int, len(pr.xs))
+	for i := range ord {
+		ord[i] = i
+	}
+	pr.sortByColour(ord, col)
+	ord, err = pr.topo(ord)
+	return ord, err == nil, err
 }
 
 // colours gives each transfer a round such that in one round every tile

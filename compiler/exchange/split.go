@@ -17,7 +17,12 @@ import (
 // each of the busiest destinations gets its own send and the rest share
 // one, as long as the sender's events stay within the bound (so the bound
 // never rises). Multicasts are taken longest first.
-func splitMulticasts(p *Phase, parts []part) []part {
+//
+// With splitPaired, paired multicasts are split too, by receiving pair
+// (the two members share the pair's 64-bit source, so they stay in one
+// send); each extra send costs events at the sender and at its partner,
+// whose lane it borrows, so both must have them to spare.
+func splitMulticasts(p *Phase, parts []part, splitPaired bool) []part {
 	send, recv := make([]int, target.Tiles), make([]int, target.Tiles)
 	items := func(pt *part) int {
 		if pt.paired {
@@ -41,9 +46,34 @@ func splitMulticasts(p *Phase, parts []part) []part {
 	for i := range send {
 		bound = max(bound, send[i], recv[i])
 	}
+	// groups returns the destinations of a part as the units a split may
+	// separate: single tiles, or for a paired part whole receiving pairs
+	// (both members, which share the pair's 64-bit source).
+	groups := func(pt *part) [][]int {
+		t := &p.Transfers[pt.orig]
+		if !pt.paired {
+			g := make([][]int, len(pt.dsts))
+			for k, d := range pt.dsts {
+				g[k] = []int{d}
+			}
+			return g
+		}
+		var g [][]int
+		at := map[int]int{} // pair (tile &^ 2) -> index in g
+		for _, k := range pt.dsts {
+			key := t.Dsts[k].Tile &^ 2
+			if x, ok := at[key]; ok {
+				g[x] = append(g[x], k)
+				continue
+			}
+			at[key] = len(g)
+			g = append(g, []int{k})
+		}
+		return g
+	}
 	var cand []int
 	for i := range parts {
-		if !parts[i].paired && len(parts[i].dsts) >= 2 {
+		if len(parts[i].dsts) >= 2 && (!parts[i].paired || splitPaired && len(groups(&parts[i])) >= 2) {
 			cand = append(cand, i)
 		}
 	}
@@ -53,20 +83,39 @@ func splitMulticasts(p *Phase, parts []part) []part {
 		pt := &parts[i]
 		t := &p.Transfers[pt.orig]
 		n := items(pt)
-		m := min(len(pt.dsts), 1+(bound-send[t.Src])/n)
+		gs := groups(pt)
+		// A paired send also takes the partner's lane: both must have the
+		// events to spare.
+		busy := send[t.Src]
+		if pt.paired {
+			busy = max(busy, send[target.Partner(t.Src)])
+		}
+		m := min(len(gs), 1+(bound-busy)/n)
 		if m < 2 {
 			continue
 		}
 		send[t.Src] += (m - 1) * n
-		ds := slices.Clone(pt.dsts)
-		slices.SortStableFunc(ds, func(a, b int) int { return cmp.Compare(recv[t.Dsts[b].Tile], recv[t.Dsts[a].Tile]) })
-		var out []part
-		for _, k := range ds[:m-1] {
-			out = append(out, part{orig: pt.orig, dsts: []int{k}})
+		if pt.paired {
+			send[target.Partner(t.Src)] += (m - 1) * n
 		}
-		rest := slices.Clone(ds[m-1:])
+		load := func(g []int) int {
+			l := 0
+			for _, k := range g {
+				l = max(l, recv[t.Dsts[k].Tile])
+			}
+			return l
+		}
+		slices.SortStableFunc(gs, func(a, b []int) int { return cmp.Compare(load(b), load(a)) })
+		var out []part
+		for _, g := range gs[:m-1] {
+			out = append(out, part{orig: pt.orig, paired: pt.paired, dsts: slices.Sorted(slices.Values(g))})
+		}
+		var rest []int
+		for _, g := range gs[m-1:] {
+			rest = append(rest, g...)
+		}
 		slices.Sort(rest)
-		out = append(out, part{orig: pt.orig, dsts: rest})
+		out = append(out, part{orig: pt.orig, paired: pt.paired, dsts: rest})
 		split[i] = out
 	}
 	if len(split) == 0 {
@@ -110,4 +159,9 @@ func chunkParts(p *Phase, parts []part, size int) []part {
 		}
 	}
 	return out
+}
+
+// samePart reports whether two parts send the same data the same way.
+func samePart(a, b part) bool {
+	return a.orig == b.orig && a.paired == b.paired && a.lo == b.lo && a.words == b.words && slices.Equal(a.dsts, b.dsts)
 }
