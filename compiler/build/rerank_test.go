@@ -11,6 +11,7 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/emit"
 	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/device"
 )
 
@@ -205,5 +206,16 @@ func TestFinalistBoundsHold(t *testing.T) {
 			}
 			t.Fatal("no final line")
 		})
+	}
+}
+
+// BenchmarkConstructLow is the construct_low stage of the default SigLIP
+// build: both plan families' candidates, lowered and optimised.
+func BenchmarkConstructLow(b *testing.B) {
+	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: 1472}
+	for i := 0; i < b.N; i++ {
+		if _, _, err := candidatePlans(r, low.Options{}, low.DefaultFinalists, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
