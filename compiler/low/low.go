@@ -3,6 +3,7 @@ package low
 import (
 	"fmt"
 
+	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
@@ -290,13 +291,6 @@ const MinReduceChunk = 64
 // MaxReduceParts is reduce_add_f16's part limit, which bounds C for the MLP.
 const MaxReduceParts = 85
 
-// gemmCycles is the v0 model of gemm_f16 (fitted to kernels/bench runs:
-// per 16x16 weight block 24*ceil(r/6) worker cycles + ~52 supervisor
-// cycles, plus a drain per column group).
-func gemmCycles(k, c, r int) int {
-	return (c/16)*(k/16)*(24*ceilDiv(r, 6)+52) + (c/16)*60
-}
-
 func exchangeCycles(words int) int {
 	if words == 0 {
 		return 0
@@ -358,7 +352,8 @@ func (g *Grid) maxCols() int {
 func estimate(g *Grid) Estimate {
 	r, w := g.maxRows(), g.maxCols()
 	var e Estimate
-	e.Gemm = gemmCycles(g.Kp, w, r)
+	// The exact kernel model (compiler/cost) and the supervisor's call.
+	e.Gemm = int(cost.GemmF16(g.Kp, w, r)) + callCycles
 	if g.C > 1 {
 		e.Exchange += exchangeCycles(r * g.Kp / 2)
 	}
