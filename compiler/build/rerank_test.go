@@ -11,8 +11,8 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/emit"
 	"github.com/ipustack/ipustack/compiler/low"
-	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/device"
+	"github.com/ipustack/ipustack/graph"
 )
 
 // compileLogged compiles with a JSON logger and returns the result and
