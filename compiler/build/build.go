@@ -433,28 +433,39 @@ func RecipeOf(pkg *ipuexe.Package) (Recipe, error) {
 // finalist is one reranked v0 candidate: its plan, placement, provisional
 // exchange schedules and costed estimate.
 type finalist struct {
-	rank    int // 1-based, by estimate
-	plan    *low.Plan
-	addrs   []emit.Addresses
-	scheds  []*exchange.Schedule
-	logs    []*recorder // the scheduler's lines by phase, replayed for the chosen one
-	low     low.Estimate
-	elapsed time.Duration
-	err     error
+	rank   int // 1-based, by estimate
+	plan   *low.Plan
+	addrs  []emit.Addresses
+	scheds []*exchange.Schedule
+	logs   []*recorder // the scheduler's lines by phase, replayed for the chosen one
+	// scheduled: low is from schedules (scheds are dropped once the
+	// finalist loses).
+	scheduled bool
+	low       low.Estimate
+	elapsed   time.Duration
+	err       error
 }
 
 // rerank costs the finalists in rank order and returns the one with the
 // fewest costed cycles (ties: the better estimate). A finalist is costed
 // by scheduling its exchange phases (concurrently; the scheduler is
 // deterministic, so nothing depends on GOMAXPROCS) and charging each
-// phase's horizon instead of its modelled cycles (low.Plan.Costed). A
-// finalist whose costed cycles, with every phase at its endpoint lower
-// bound (low.Plan.PhaseLowerBounds), cannot beat the best so far is not
+// phase's horizon instead of its modelled cycles (low.Plan.Costed). The
+// rerank schedules with the scheduler's first round only (NoSplit: no
+// second round of split and chunked multicasts for phases that miss their
+// target), which is what takes time on large multicast phases and changes
+// a horizon by a few percent at most; the chosen finalist's phases that
+// missed their target are then scheduled again with every round, and the
+// final line reports those schedules, the package's. A finalist whose
+// costed cycles, with every phase at its endpoint lower bound
+// (low.Plan.PhaseLowerBounds), cannot beat the best so far is not
 // scheduled: its line reports that bound (low_cycles_is_bound=true). The
-// choice is the same as scheduling every finalist, at a fraction of the
-// build time. One "costed planning finalist" line per finalist, in rank
-// order; then the chosen finalist's scheduler lines are replayed into
-// log, followed by its "v0 plan" and "costed final placed program" lines.
+// choice is the same as scheduling every finalist (first round), at a
+// fraction of the build time. One "costed planning finalist" line per
+// finalist, in rank order; then the chosen finalist's scheduler lines are
+// replayed into log, followed by its low pass reports, its plan line and
+// "costed final placed program". Losing finalists' schedules are dropped as
+// soon as they lose, which bounds the memory of large reranks.
 func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 	var best *finalist
 	for _, f := range fins {
@@ -471,22 +482,31 @@ func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 			continue
 		}
 		t := time.Now()
-		f.scheds, f.logs, f.err = schedule(f.plan, f.addrs, log.Handler())
+		f.scheds, f.logs, f.err = schedule(f.plan, f.addrs, log.Handler(), true)
 		f.elapsed += time.Since(t)
 		if f.err != nil {
 			log.Warn("costed planning finalist dropped", append(attrs, "plan", f.plan.Choice().String(), "err", f.err)...)
 			continue
 		}
+		f.scheduled = true
 		f.low = f.plan.Costed(horizons(f.scheds))
 		log.Info("costed planning finalist", append(attrs, "low_cycles", f.low.Total, "elapsed_ms", f.elapsed.Milliseconds(),
 			"low_cycles_is_bound", false, "plan", f.plan.Choice().String(), "mid_exchange", f.plan.Estimate.Exchange,
 			"low_exchange", f.low.Exchange, "low_cycles_bound", bound.Total)...)
 		if best == nil || f.low.Total < best.low.Total {
+			if best != nil {
+				best.scheds, best.logs = nil, nil
+			}
 			best = f
+		} else {
+			f.scheds, f.logs = nil, nil
 		}
 	}
 	if best == nil {
 		return nil, fins[0].err
+	}
+	if err := finish(best, log.Handler()); err != nil {
+		return nil, err
 	}
 	for _, r := range best.logs {
 		r.replay(log.Handler())
@@ -495,9 +515,42 @@ func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 		r.Log(log)
 	}
 	logPlan(log, best.plan)
-	log.Info("costed final placed program", "rank", best.rank, "final_cycles", best.low.Total, "final_exchange", best.low.Exchange,
-		"estimated_cycles", best.plan.Estimate.Total)
+	final := best.plan.Costed(horizons(best.scheds))
+	log.Info("costed final placed program", "rank", best.rank, "final_cycles", final.Total, "final_exchange", final.Exchange,
+		"estimated_cycles", best.plan.Estimate.Total, "ranked_cycles", best.low.Total)
 	return best, nil
+}
+
+// finish schedules again, with every round, the chosen finalist's phases
+// whose first-round schedule missed its target, keeping the shorter.
+func finish(f *finalist, h slog.Handler) error {
+	var idx []int
+	for i, s := range f.scheds {
+		if s.Horizon > exchange.TargetHorizon(s.LowerBound) {
+			idx = append(idx, i)
+		}
+	}
+	scheds := make([]*exchange.Schedule, len(idx))
+	logs := make([]*recorder, len(idx))
+	errs := make([]error, len(idx))
+	parallelDo(len(idx), func(k int) {
+		sub := *f.plan
+		sub.Exchanges = f.plan.Exchanges[idx[k] : idx[k]+1]
+		logs[k] = newRecorder(h)
+		var s []*exchange.Schedule
+		s, errs[k] = emit.ExchangesWith(&sub, f.addrs, exchange.Options{Logger: slog.New(logs[k])})
+		if errs[k] == nil {
+			scheds[k] = s[0]
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for k, i := range idx {
+		// Every round includes the first, so the result is never longer.
+		f.scheds[i], f.logs[i] = scheds[k], logs[k]
+	}
+	return nil
 }
 
 // finalistSummaries records each finalist's estimate and costed cycles
@@ -509,7 +562,7 @@ func finalistSummaries(fins []*finalist, chosen *finalist) []Finalist {
 			continue
 		}
 		s := Finalist{Rank: f.rank, MidCycles: f.plan.Estimate.Total, Plan: f.plan.Choice(), Chosen: f == chosen}
-		if f.scheds != nil {
+		if f.scheduled {
 			s.LowCycles = f.low.Total
 		} else {
 			s.LowCycles, s.IsBound = f.plan.Costed(f.plan.PhaseLowerBounds()).Total, true
@@ -519,11 +572,12 @@ func finalistSummaries(fins []*finalist, chosen *finalist) []Finalist {
 	return out
 }
 
-// schedule schedules a plan's exchange phases as emit.Exchanges does, each
-// phase concurrently (emit.Exchanges on a copy of the plan holding that
-// phase only: the phases are scheduled independently), with each phase's
-// log lines recorded for replay in phase order.
-func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler) ([]*exchange.Schedule, []*recorder, error) {
+// schedule schedules a plan's exchange phases as emit.Exchanges does
+// (quick: with NoSplit, the scheduler's first round only), each phase
+// concurrently (on a copy of the plan holding that phase only: the phases
+// are scheduled independently), with each phase's log lines recorded for
+// replay in phase order.
+func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler, quick bool) ([]*exchange.Schedule, []*recorder, error) {
 	if len(pl.Exchanges) > place.MaxRowPhases {
 		return nil, nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), place.MaxRowPhases)
 	}
@@ -536,7 +590,7 @@ func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler) ([]*exchange
 		sub.Exchanges = pl.Exchanges[i : i+1]
 		logs[i] = newRecorder(h)
 		var s []*exchange.Schedule
-		s, errs[i] = emit.Exchanges(&sub, addrs, slog.New(logs[i]))
+		s, errs[i] = emit.ExchangesWith(&sub, addrs, exchange.Options{Logger: slog.New(logs[i]), NoSplit: quick})
 		if errs[i] == nil {
 			scheds[i] = s[0]
 		}

@@ -88,6 +88,14 @@ func PlaceAll(pl *low.Plan) ([]Addresses, error) {
 
 // Exchanges schedules every exchange phase.
 func Exchanges(pl *low.Plan, addrs []Addresses, log *slog.Logger) ([]*exchange.Schedule, error) {
+	return ExchangesWith(pl, addrs, exchange.Options{Logger: log})
+}
+
+// ExchangesWith is Exchanges with scheduler options (Paired is always
+// PairedAuto): the build's finalist rerank costs its finalists with
+// NoSplit, the first round only.
+func ExchangesWith(pl *low.Plan, addrs []Addresses, opts exchange.Options) ([]*exchange.Schedule, error) {
+	opts.Paired = exchange.PairedAuto
 	if len(pl.Exchanges) > place.MaxRowPhases {
 		return nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), place.MaxRowPhases)
 	}
@@ -113,7 +121,7 @@ func Exchanges(pl *low.Plan, addrs []Addresses, log *slog.Logger) ([]*exchange.S
 		// partner pairs at one address (the MLP's row gather) can go as
 		// 64-bit items, half the receive events; the scheduler keeps
 		// whichever schedule is shorter.
-		s, err := exchange.Build(xp, exchange.Options{Logger: log, Paired: exchange.PairedAuto})
+		s, err := exchange.Build(xp, opts)
 		if err != nil {
 			return nil, fmt.Errorf("exchange %q: %w", ph.Name, err)
 		}
