@@ -21,6 +21,7 @@ package place
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/kernels"
@@ -113,11 +114,7 @@ func Place(bufs []low.Buffer) (map[string]uint32, error) {
 			break
 		}
 		if !ok {
-			var used int
-			for _, bb := range bufs {
-				used += bb.Bytes
-			}
-			return nil, fmt.Errorf("place: buffer %q (%d bytes) does not fit in tile memory (%d bytes of buffers in all)", b.Name, b.Bytes, used)
+			return nil, fitError(bufs, b)
 		}
 	}
 	// Check the element rules.
@@ -134,6 +131,28 @@ func Place(bufs []low.Buffer) (map[string]uint32, error) {
 		}
 	}
 	return addr, nil
+}
+
+// fitError says which buffer did not fit, the bytes the tile's buffers
+// need against the bytes its data regions hold, and the largest buffers.
+func fitError(bufs []low.Buffer, b *low.Buffer) error {
+	used, inter := 0, 0
+	for _, bb := range bufs {
+		used += bb.Bytes
+		if bb.Region == kernels.Interleaved {
+			inter += bb.Bytes
+		}
+	}
+	r0, r1 := int(Region0End-DataBase), int(Region1End-target.Region1Base)
+	big := make([]low.Buffer, len(bufs))
+	copy(big, bufs)
+	sort.SliceStable(big, func(i, j int) bool { return big[i].Bytes > big[j].Bytes })
+	var largest []string
+	for _, bb := range big[:min(4, len(big))] {
+		largest = append(largest, fmt.Sprintf("%s %d", bb.Name, bb.Bytes))
+	}
+	return fmt.Errorf("place: buffer %q (%d bytes) does not fit: the buffers need %d bytes (%d of them in region 1), the data regions hold %d (region 0 %d, region 1 %d; buffers live at different times may share); largest: %s",
+		b.Name, b.Bytes, used, inter, r0+r1, r0, r1, strings.Join(largest, ", "))
 }
 
 func bufBytes(bufs []low.Buffer, name string) int {

@@ -47,3 +47,50 @@ func TestPlaceRules(t *testing.T) {
 		t.Errorf("700 KB buffer: %v", err)
 	}
 }
+
+// Buffers live at different times share memory; ones live together never
+// overlap.
+func TestPlaceLifetimes(t *testing.T) {
+	bufs := []low.Buffer{
+		{Name: "w", Bytes: 4096, Align: 32, Region: kernels.Interleaved},
+		{Name: "L0", Bytes: 100000, Align: 32, Live: [2]int{1, 2}},
+		{Name: "Y0", Bytes: 20000, Align: 32, Live: [2]int{1, 3}},
+		{Name: "L1", Bytes: 90000, Align: 32, Live: [2]int{2, 3}},
+		{Name: "O1", Bytes: 30000, Align: 32, Live: [2]int{2, 1 << 30}},
+	}
+	addr, err := Place(bufs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := false
+	for i := range bufs {
+		for j := i + 1; j < len(bufs); j++ {
+			a, b := &bufs[i], &bufs[j]
+			overlap := addr[a.Name] < addr[b.Name]+uint32(b.Bytes) && addr[b.Name] < addr[a.Name]+uint32(a.Bytes)
+			if overlap && a.Overlaps(b) {
+				t.Errorf("%s and %s are live together and overlap", a.Name, b.Name)
+			}
+			shared = shared || overlap
+		}
+	}
+	if !shared {
+		t.Error("no buffers share memory (L0 and L1 are never live together)")
+	}
+}
+
+// A plan that does not fit says what was needed against what the tile
+// holds, and the largest buffers.
+func TestPlaceFitError(t *testing.T) {
+	_, err := Place([]low.Buffer{
+		{Name: "big", Bytes: 500000, Align: 32, Region: kernels.Interleaved},
+		{Name: "a", Bytes: 1000, Align: 32},
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`"big" (500000 bytes) does not fit`, "need 501000 bytes", "region 1", "largest: big 500000, a 1000"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
