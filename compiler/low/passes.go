@@ -144,7 +144,7 @@ func groupKey(t *XTransfer) string {
 // groupTransfers returns ts with contiguous pieces merged (ts itself when
 // nothing merges).
 func groupTransfers(ts []XTransfer) []XTransfer {
-	if len(ts) < 2 {
+	if len(ts) < 2 || !mayGroup(ts) {
 		return ts
 	}
 	keys := make([]string, len(ts))
@@ -231,6 +231,35 @@ func groupTransfers(ts []XTransfer) []XTransfer {
 	return out
 }
 
+// mayGroup reports whether some transfer starts, at its source, where
+// another from the same tile and buffer ends: a cheap necessary condition
+// for groupTransfers to merge anything, checked first because most phases
+// have nothing to merge.
+func mayGroup(ts []XTransfer) bool {
+	idx := make([]int32, len(ts))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	key := func(t *XTransfer) (int, string, int) { return t.Src, t.SrcRef.Buf, t.SrcRef.Off }
+	slices.SortFunc(idx, func(a, b int32) int {
+		sa, ba, oa := key(&ts[a])
+		sb, bb, ob := key(&ts[b])
+		return cmp.Or(cmp.Compare(sa, sb), cmp.Compare(ba, bb), cmp.Compare(oa, ob))
+	})
+	for _, i := range idx {
+		t := &ts[i]
+		end := t.SrcRef.Off + 4*t.Words
+		_, found := slices.BinarySearchFunc(idx, t, func(e int32, t *XTransfer) int {
+			se, be, oe := key(&ts[e])
+			return cmp.Or(cmp.Compare(se, t.Src), cmp.Compare(be, t.SrcRef.Buf), cmp.Compare(oe, end))
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
 // dstsFollow reports whether every destination i of a piece starts where
 // destination i of a chain ends (the buffers and steps are equal by the
 // group key).
@@ -295,30 +324,51 @@ func MergeCopies(pl *Plan) PassReport {
 }
 
 // mergeCopyOps merges adjacent contiguous copies in ops and, separately,
-// in every loop body; it returns ops itself when nothing merges.
+// in every loop body; it returns ops itself when nothing merges (and then
+// allocates nothing: most op lists have no adjacent copies).
 func mergeCopyOps(ops []Op) ([]Op, int) {
 	merged := 0
-	out := make([]Op, 0, len(ops))
-	for _, op := range ops {
+	var out []Op // nil until something changes
+	grow := func(i int) {
+		if out == nil {
+			out = append(make([]Op, 0, len(ops)), ops[:i]...)
+		}
+	}
+	for i := range ops {
+		op := ops[i]
 		if op.Kind == OpLoop {
 			if body, k := mergeCopyOps(op.Body); k > 0 {
+				grow(i)
 				op.Body = body
 				merged += k
-			}
-		} else if len(out) > 0 {
-			if m, ok := mergeCopy(&out[len(out)-1], &op); ok {
-				out[len(out)-1] = m
-				merged++
+				out = append(out, op)
 				continue
 			}
+		} else if i > 0 && isCopyCall(&op) {
+			prev := &ops[i-1]
+			if out != nil {
+				prev = &out[len(out)-1]
+			}
+			if isCopyCall(prev) {
+				if m, ok := mergeCopy(prev, &op); ok {
+					grow(i)
+					out[len(out)-1] = m
+					merged++
+					continue
+				}
+			}
 		}
-		out = append(out, op)
+		if out != nil {
+			out = append(out, op)
+		}
 	}
 	if merged == 0 {
 		return ops, 0
 	}
 	return out, merged
 }
+
+func isCopyCall(op *Op) bool { return op.Kind == OpKernel && op.Kernel == "copy_f16" }
 
 // copyRefs returns the out ($m2) and in ($m3) refs and the resolved size
 // of a copy_f16 call.
