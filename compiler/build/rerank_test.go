@@ -222,3 +222,29 @@ func BenchmarkConstructLow(b *testing.B) {
 		}
 	}
 }
+
+// FuzzRecordedPlan: a package's recipe may record any plan (it is read
+// back from a file): the recorded choice gives that plan or a clear error,
+// never a panic.
+func FuzzRecordedPlan(f *testing.F) {
+	f.Add(0, 0, 0, false, false, 1, 1, 1, 1, 1, 1, 2)
+	f.Add(2, 2, 1, false, false, 0, 0, 0, 0, 0, 0, 0)
+	f.Add(0, 0, 0, false, false, 2, 2, 1, 2, 1, 2, 2)
+	f.Add(-1, 1<<30, -5, true, true, -1, 0, 1<<20, 3, 3, 3, 1)
+	f.Fuzz(func(t *testing.T, r, c, q int, stream, colMajor bool, r1, c1, k1, r2, c2, k2, gemms int) {
+		ch := &low.Choice{R: r, C: c, Q: q, Stream: stream, ColMajor: colMajor}
+		if gemms > 0 {
+			ch = &low.Choice{}
+			grids := []low.GemmGrid{{Rows: r1, Cols: c1, Inner: k1}, {Rows: r2, Cols: c2, Inner: k2}}
+			for i := 0; i < min(gemms, 4); i++ {
+				ch.Mid = append(ch.Mid, grids[i%2])
+			}
+		}
+		rec := mlpRecipe(20, 32, 48, 4)
+		rec.Plan = ch
+		_, plans, err := candidatePlans(rec, low.Options{}, 1, nil)
+		if err == nil && (len(plans) != 1 || !plans[0].Choice().Equal(*ch)) {
+			t.Fatalf("recorded %v, got %d plans", ch, len(plans))
+		}
+	})
+}
