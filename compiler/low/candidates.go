@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/target"
 )
 
@@ -116,7 +117,48 @@ func Build(p *Problem, opts Options, c Candidate) *Plan {
 	} else {
 		pl.build()
 	}
+	pl.addHostSkew()
 	return pl
+}
+
+// addHostSkew charges the estimate with HostSkewCycles (as copy cycles).
+func (pl *Plan) addHostSkew() {
+	s := pl.HostSkewCycles()
+	pl.Estimate.Copy += s
+	pl.Estimate.Total += s
+}
+
+// HostSkewCycles is how much later the last active tile starts its timed
+// span than the first: every tile samples run.start after copying its
+// last piece of the input from the host window, and the first exchange
+// (or the final sync) waits for all of them, so a tile with less to copy
+// spends the difference waiting inside its span, and the metrics' cycles
+// (the longest span) include it.
+func (pl *Plan) HostSkewCycles() int {
+	lo, hi := -1, 0
+	for l := range pl.Programs {
+		t := &pl.Programs[l]
+		if !t.Active() {
+			continue
+		}
+		c := 0
+		for _, op := range t.Calls[1] {
+			switch op.Kind {
+			case OpHostSync:
+				c = 0
+			case OpHostCopy:
+				c += int(cost.CopyF16(op.Bytes)) + callCycles
+			}
+			if op.Kind == OpSample {
+				break
+			}
+		}
+		if lo < 0 || c < lo {
+			lo = c
+		}
+		hi = max(hi, c)
+	}
+	return max(0, hi-lo)
 }
 
 // PhaseRuns is how many times each exchange phase runs in the timed part

@@ -53,9 +53,9 @@ func cellOf(g *mid.GemmPlan, t int) (cell, bool) {
 	if t < 0 || t >= g.ActiveTiles() {
 		return cell{}, false
 	}
-	p := t % g.Inner.Count
-	ij := t / g.Inner.Count
-	return cell{ij / g.Cols.Count, ij % g.Cols.Count, p}, true
+	j := t % g.Cols.Count
+	ip := t / g.Cols.Count
+	return cell{ip / g.Inner.Count, j, ip % g.Inner.Count}, true
 }
 
 // loc is where a tile holds a rectangle of a value: a buffer laid out in
@@ -157,9 +157,18 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		for q := 0; q < g0.Inner.Count; q++ {
 			rs, ks := g0.Rows.Span(i), g0.Inner.Span(q)
 			n := rs.Len() * ks.Len() * 2
-			in.Slices = append(in.Slices, HostSlice{Tile: g0.Tile(i, 0, q), Ref: Ref{Buf: "L0"}, Offset: in.Bytes, Length: n,
-				Block: &Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
-			in.Bytes += n
+			holders := []int{g0.Tile(i, 0, q)}
+			if g0.Cols.Count > 1 && holders[0]%2 == 0 {
+				// The planner's replica (mid hostLayout): the partner
+				// gets the block from the host too, so that the pair can
+				// send it on as paired items.
+				holders = append(holders, g0.Tile(i, 1, q))
+			}
+			for _, t := range holders {
+				in.Slices = append(in.Slices, HostSlice{Tile: t, Ref: Ref{Buf: "L0"}, Offset: in.Bytes, Length: n,
+					Block: &Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
+				in.Bytes += n
+			}
 		}
 	}
 	pl.Inputs = []HostBinding{in}
@@ -379,6 +388,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	pl.Estimate = pl.midEstimate()
+	pl.addHostSkew()
 	return pl, nil
 }
 
@@ -478,7 +488,7 @@ func (pl *Plan) checkMid(opts Options) error {
 // linker reports.
 func (pl *Plan) EstimatedCodeBytes(l int) int {
 	tp := &pl.Programs[l]
-	instrs := 64 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*len(tp.Calls[1])
+	instrs := 80 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*len(tp.Calls[1])
 	code := 0
 	seen := map[string]bool{}
 	for _, op := range tp.Calls[1] {
@@ -578,9 +588,29 @@ func (pl *Plan) midEstimate() Estimate {
 		clear(send)
 		clear(recv)
 		for _, t := range ph.Transfers {
-			send[t.Src] += 4 * t.Words
-			for _, d := range t.Dsts {
-				recv[d.Tile] += 4 * t.Words
+			// Destinations whose partner tile receives the transfer too
+			// take it as paired items (compiler/exchange pairs transfers
+			// of at least 128 words): half the events; the sender spends
+			// half the events on them and borrows its partner's lane.
+			b := 4 * t.Words
+			paired, plain := false, false
+			for k, d := range t.Dsts {
+				if t.Words >= 128 && ((k > 0 && t.Dsts[k-1].Tile == d.Tile^1) || (k+1 < len(t.Dsts) && t.Dsts[k+1].Tile == d.Tile^1)) {
+					recv[d.Tile] += b / 2
+					paired = true
+				} else {
+					recv[d.Tile] += b
+					plain = true
+				}
+			}
+			if paired {
+				send[t.Src] += b / 2
+				if p := t.Src ^ 1; p < len(send) {
+					send[p] += b / 2
+				}
+			}
+			if plain {
+				send[t.Src] += b
 			}
 		}
 		ms, mr := 0, 0

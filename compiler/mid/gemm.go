@@ -1,6 +1,8 @@
 package mid
 
 import (
+	"slices"
+
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/kernels"
@@ -15,6 +17,10 @@ type layout struct {
 	cols  []Span
 	tile  []int
 	order Order
+	// replica, when set, is a second holder of each cell (-1: none): the
+	// host writes a graph input's block to both tiles of a partner pair,
+	// so that the pair can send it on as paired items.
+	replica []int
 }
 
 // need is a product-structured demand: cell (ri, ci) is needed by tiles(ri, ci).
@@ -25,10 +31,20 @@ type need struct {
 
 // exchange computes the logical transfers that bring every needed cell to
 // its tiles from the holders: the two partitions are refined into atoms;
-// each atom is sent once by its holder to every needing tile that is not the
-// holder (multicast). send/recv accumulate per-tile bytes; emit, if not nil,
-// receives each transfer.
-func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer)) {
+// each atom is sent once by its holder to every needing tile that is not
+// the holder (multicast). send/recv accumulate per-tile bytes; emit, if not
+// nil, receives each transfer; self, if not nil, receives each atom a
+// needing tile holds itself (the lowering copies it locally, one copy per
+// 16-column group).
+//
+// Paired items: a destination whose partner tile (logical t^1) receives
+// the same atom can take it as 64-bit items, half the receive events, when
+// the lowering's transfers of it are long enough (compiler/exchange pairs
+// transfers of at least 128 words; the lowering sends one transfer per
+// 16-column group of rows*8 words, merged into one when the atom spans the
+// whole rows of both blocks); the sender then spends half the events and
+// borrows its partner's outgoing lane for them.
+func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer), self func(tile int, rows, cols Span)) {
 	type seg struct {
 		s    Span
 		a, b int
@@ -54,9 +70,16 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 	for _, r := range rs {
 		for _, c := range cs {
 			from := h.tile[r.a*len(h.cols)+c.a]
+			rep := -1
+			if h.replica != nil {
+				rep = h.replica[r.a*len(h.cols)+c.a]
+			}
 			to = to[:0]
 			for _, t := range n.tiles(r.b, c.b) {
-				if t != from {
+				switch {
+				case t == from && self != nil:
+					self(t, r.s, c.s)
+				case t != from && t != rep:
 					to = append(to, t)
 				}
 			}
@@ -64,9 +87,28 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 				continue
 			}
 			bytes := r.s.Len() * c.s.Len() * elem
-			send[from] += bytes
-			for _, t := range to {
-				recv[t] += bytes
+			long := r.s.Len() >= 16 || (bytes >= 512 && r.s == h.rows[r.a] && r.s == n.rows[r.b])
+			if !slices.IsSorted(to) {
+				slices.Sort(to) // needs list their tiles in grid order; keep the partner test cheap
+			}
+			paired, plain := false, false
+			for k, t := range to {
+				if long && ((k > 0 && to[k-1] == t^1) || (k+1 < len(to) && to[k+1] == t^1)) {
+					recv[t] += bytes / 2
+					paired = true
+				} else {
+					recv[t] += bytes
+					plain = true
+				}
+			}
+			if paired {
+				send[from] += bytes / 2
+				if p := from ^ 1; p < len(send) {
+					send[p] += bytes / 2
+				}
+			}
+			if plain {
+				send[from] += bytes
 			}
 			if emit != nil {
 				emit(Transfer{Ref: Ref{Value: h.value, Part: -1, Rows: r.s, Cols: c.s}, Order: h.order,
@@ -138,14 +180,21 @@ func leftNeed(g *GemmPlan) *need {
 }
 
 // hostLayout is where the host writes a graph input consumed as g's left
-// operand: one copy, block (i, p) on the first cell of its row of the grid,
-// Tile(i, 0, p), already in AMP left order (the host reorders for free but
-// writes every element once).
+// operand: block (i, p) on the first cell of its row of the grid,
+// Tile(i, 0, p), already in AMP left order, and, when that tile is the
+// even one of a partner pair, on its partner Tile(i, 1, p) too (the
+// replica), so that the pair can multicast it as paired 64-bit items.
 func hostLayout(g *GemmPlan) *layout {
 	l := &layout{value: g.Left, rows: g.Rows.Spans(), cols: g.Inner.Spans(), order: AMPLeft}
 	for i := range l.rows {
 		for p := range l.cols {
-			l.tile = append(l.tile, g.Tile(i, 0, p))
+			t := g.Tile(i, 0, p)
+			l.tile = append(l.tile, t)
+			r := -1
+			if g.Cols.Count > 1 && t%2 == 0 {
+				r = g.Tile(i, 1, p) // t's partner
+			}
+			l.replica = append(l.replica, r)
 		}
 	}
 	return l
@@ -203,13 +252,6 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 	if !detail {
 		emit = nil
 	}
-	if src == nil {
-		src = hostLayout(g)
-	}
-	exchange(src, leftNeed(g), 2, send, recv, emit)
-	addExchange(m.t, e, g.Node.Name+".in", send, recv, tr)
-
-	// Compute: the GEMM of every cell, and without K-split the epilogue.
 	busy := make([]int64, tiles)
 	var calls []Call
 	add := func(t int, cyc int64, mk func(cyc int64) Call) {
@@ -218,6 +260,26 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 			calls = append(calls, mk(cyc))
 		}
 	}
+	// The part of its left block a tile already holds is copied locally
+	// (one copy_f16 per 16-column group) in the GEMM's compute stage.
+	var self func(int, Span, Span)
+	if src != nil {
+		self = func(t int, rows, cols Span) {
+			for c := cols.Lo; c < cols.Hi; c += 16 {
+				n := rows.Len() * 32
+				add(t, m.cycles(kCopy, n, 0, 0), func(cyc int64) Call {
+					return Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}}
+				})
+			}
+		}
+	} else {
+		src = hostLayout(g)
+	}
+	exchange(src, leftNeed(g), 2, send, recv, emit, self)
+	addExchange(m.t, e, g.Node.Name+".in", send, recv, tr)
+
+	// Compute: the GEMM of every cell, and without K-split the epilogue.
 	const a32 = 32
 	for i := 0; i < g.Rows.Count; i++ {
 		rs := g.Rows.Span(i)

@@ -67,8 +67,12 @@ type GemmPlan struct {
 	Reduce            ReduceKind
 }
 
-// Tile is the logical tile of cell (i, j, p).
-func (g *GemmPlan) Tile(i, j, p int) int { return (i*g.Cols.Count+j)*g.Inner.Count + p }
+// Tile is the logical tile of cell (i, j, p). The column index runs
+// fastest, so that partner tiles (logical 2k and 2k+1, which share a
+// 64-bit exchange path) are neighbouring column cells of one (i, p): both
+// need the same left block, which can then reach them as paired 64-bit
+// items, half the receive events.
+func (g *GemmPlan) Tile(i, j, p int) int { return (i*g.Inner.Count+p)*g.Cols.Count + j }
 
 // ActiveTiles is the number of grid cells.
 func (g *GemmPlan) ActiveTiles() int { return g.Rows.Count * g.Cols.Count * g.Inner.Count }

@@ -483,6 +483,11 @@ func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format 
 			if tl := l.tile[ri*len(l.cols)+ci]; tl >= 0 {
 				f.Pieces = append(f.Pieces, Piece{Rows: r, Cols: c, Tile: tl})
 			}
+			if l.replica != nil {
+				if tl := l.replica[ri*len(l.cols)+ci]; tl >= 0 {
+					f.Pieces = append(f.Pieces, Piece{Rows: r, Cols: c, Tile: tl})
+				}
+			}
 		}
 	}
 	return f
