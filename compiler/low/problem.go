@@ -1,9 +1,15 @@
-// Package low turns a graph into per-tile work lists for the v0 plan family:
-// kernel runs, host-window copies, exchange phases and host transfers, with
-// buffers named but not yet placed (compiler/place gives them addresses).
+// Package low turns a plan into per-tile work lists: kernel runs,
+// host-window copies, exchange phases and host transfers, with buffers
+// named (and given lifetimes) but not yet placed (compiler/place gives them
+// addresses); and it runs the low passes over them (passes.go:
+// group_exchanges, merge_copies, eliminate).
 //
-// v0 is a fixed plan family, not a costed search (the costed planner of
-// compiler/mid will replace it): a GEMM C[M][N] = A[M][K] x B[K][N] runs on
+// Two plan families are lowered. FromMid (frommid.go) lowers a plan of the
+// costed planner, compiler/mid: every GEMM on its own rows x columns x K
+// grid. The v0 family (this file, low.go, mlp.go) is a fixed family of
+// grids searched with compiler/cost, kept because it covers what the mid
+// planner does not (row chunks, streamed weights) and as a second opinion
+// in the build's finalist rerank: a GEMM C[M][N] = A[M][K] x B[K][N] runs on
 // an R x Cg grid of tiles over (row blocks of M, column blocks of N in
 // groups of 16), each tile with the full K. Tile (i, j) holds the AMP right
 // panel of B[:, cols_j] (a weight, uploaded by call "initialize" to the
