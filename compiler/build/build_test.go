@@ -323,15 +323,18 @@ func TestMetricsLineKeys(t *testing.T) {
 }
 
 // TestSiglipFullChip builds and runs the default workload on all 1472
-// tiles (about 7 s and 2 GB on a 2-core machine; skipped with -short).
+// tiles (about 9 s and 1.7 GB on a 2-core machine; skipped with -short).
 func TestSiglipFullChip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full-chip SigLIP MLP run")
 	}
 	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: 1472}
 	m := buildAndRun(t, r)
-	if m.ActiveTiles < 1400 || m.EfficiencyPercent < 40 {
-		t.Errorf("v0 regressed: %s", m.Line())
+	// The bound is 40 %; the mid plan measured 53.48 % (143,483
+	// cycles, docs/PERFORMANCE.md). Cycles are deterministic, so this
+	// guards the plan, the lowering and the scheduler against regressions.
+	if m.ActiveTiles < 1400 || m.EfficiencyPercent < 53 {
+		t.Errorf("the default workload regressed: %s", m.Line())
 	}
 }
 
