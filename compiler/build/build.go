@@ -7,6 +7,8 @@ package build
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -436,8 +438,9 @@ type finalist struct {
 	rank   int // 1-based, by estimate
 	plan   *low.Plan
 	addrs  []emit.Addresses
-	scheds []*exchange.Schedule
-	logs   []*recorder // the scheduler's lines by phase, replayed for the chosen one
+	scheds []*exchange.Schedule // nil where the horizon came from the cache (fill)
+	hz     []int                // the scheduled horizons by phase
+	logs   []*recorder          // the scheduler's lines by phase, replayed for the chosen one
 	// scheduled: low is from schedules (scheds are dropped once the
 	// finalist loses).
 	scheduled bool
@@ -468,6 +471,7 @@ type finalist struct {
 // soon as they lose, which bounds the memory of large reranks.
 func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 	var best *finalist
+	cache := &phaseCache{}
 	for _, f := range fins {
 		attrs := []any{"rank", f.rank, "mid_cycles", f.plan.Estimate.Total}
 		if f.err != nil {
@@ -482,28 +486,31 @@ func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 			continue
 		}
 		t := time.Now()
-		f.scheds, f.logs, f.err = schedule(f.plan, f.addrs, log.Handler(), true)
+		f.scheds, f.hz, f.logs, f.err = schedule(f.plan, f.addrs, log.Handler(), true, cache)
 		f.elapsed += time.Since(t)
 		if f.err != nil {
 			log.Warn("costed planning finalist dropped", append(attrs, "plan", f.plan.Choice().String(), "err", f.err)...)
 			continue
 		}
 		f.scheduled = true
-		f.low = f.plan.Costed(horizons(f.scheds))
+		f.low = f.plan.Costed(f.hz)
 		log.Info("costed planning finalist", append(attrs, "low_cycles", f.low.Total, "elapsed_ms", f.elapsed.Milliseconds(),
 			"low_cycles_is_bound", false, "plan", f.plan.Choice().String(), "mid_exchange", f.plan.Estimate.Exchange,
 			"low_exchange", f.low.Exchange, "low_cycles_bound", bound.Total)...)
 		if best == nil || f.low.Total < best.low.Total {
 			if best != nil {
-				best.scheds, best.logs = nil, nil
+				best.scheds, best.hz, best.logs = nil, nil, nil
 			}
 			best = f
 		} else {
-			f.scheds, f.logs = nil, nil
+			f.scheds, f.hz, f.logs = nil, nil, nil
 		}
 	}
 	if best == nil {
 		return nil, fins[0].err
+	}
+	if err := fill(best, log.Handler()); err != nil {
+		return nil, err
 	}
 	if err := finish(best, log.Handler()); err != nil {
 		return nil, err
@@ -574,31 +581,135 @@ func finalistSummaries(fins []*finalist, chosen *finalist) []Finalist {
 
 // schedule schedules a plan's exchange phases as emit.Exchanges does
 // (quick: with NoSplit, the scheduler's first round only), each phase
-// concurrently (on a copy of the plan holding that phase only: the phases
-// are scheduled independently), with each phase's log lines recorded for
-// replay in phase order.
-func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler, quick bool) ([]*exchange.Schedule, []*recorder, error) {
-	if len(pl.Exchanges) > place.MaxRowPhases {
-		return nil, nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), place.MaxRowPhases)
+// concurrently (the phases are scheduled independently), with each phase's
+// log lines recorded for replay in phase order. A phase found in cache (the
+// same phase, transfers and addresses alike, scheduled for an earlier
+// finalist: finalists often share a GEMM's grid and its placement) is not
+// scheduled again: its horizon comes from the cache and its schedule is
+// nil (fill builds it, if the finalist is chosen). cache may be nil.
+func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler, quick bool, cache *phaseCache) ([]*exchange.Schedule, []int, []*recorder, error) {
+	phases, err := emit.Phases(pl, addrs)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	n := len(pl.Exchanges)
+	n := len(phases)
 	scheds := make([]*exchange.Schedule, n)
+	hz := make([]int, n)
 	logs := make([]*recorder, n)
 	errs := make([]error, n)
 	parallelDo(n, func(i int) {
-		sub := *pl
-		sub.Exchanges = pl.Exchanges[i : i+1]
-		logs[i] = newRecorder(h)
-		var s []*exchange.Schedule
-		s, errs[i] = emit.ExchangesWith(&sub, addrs, exchange.Options{Logger: slog.New(logs[i]), NoSplit: quick})
-		if errs[i] == nil {
-			scheds[i] = s[0]
+		key := phaseKey(phases[i], quick)
+		if v, ok := cache.get(key); ok {
+			hz[i] = v
+			return
 		}
+		logs[i] = newRecorder(h)
+		s, err := exchange.Build(phases[i], exchange.Options{Logger: slog.New(logs[i]), NoSplit: quick, Paired: exchange.PairedAuto})
+		if err != nil {
+			errs[i] = fmt.Errorf("exchange %q: %w", pl.Exchanges[i].Name, err)
+			return
+		}
+		scheds[i], hz[i] = s, s.Horizon
+		cache.put(key, s.Horizon)
 	})
 	if err := errors.Join(errs...); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return scheds, logs, nil
+	return scheds, hz, logs, nil
+}
+
+// phaseCache holds the horizons of the phases the rerank scheduled, by
+// phaseKey (horizons only: the schedules of large phases are big, and
+// only the chosen finalist's are needed).
+type phaseCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]int
+}
+
+func (c *phaseCache) get(k [32]byte) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *phaseCache) put(k [32]byte, horizon int) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[[32]byte]int{}
+	}
+	c.m[k] = horizon
+}
+
+// phaseKey is a digest of everything the scheduler's horizon depends on:
+// the phase's transfers, tiles and addresses (not its id, which only
+// labels the schedule and its log lines) and the rounds it may use.
+func phaseKey(p exchange.Phase, quick bool) [32]byte {
+	b := make([]byte, 0, 64+16*len(p.Transfers))
+	u := func(v int) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
+	if quick {
+		u(1)
+	} else {
+		u(0)
+	}
+	for _, t := range p.Transfers {
+		u(t.Src)
+		u(int(t.SrcAddr))
+		u(t.Words)
+		if t.Paired {
+			u(1)
+		} else {
+			u(0)
+		}
+		u(len(t.Dsts))
+		for _, d := range t.Dsts {
+			u(d.Tile)
+			u(int(d.Addr))
+		}
+	}
+	return sha256.Sum256(b)
+}
+
+// fill schedules the chosen finalist's phases whose horizon came from the
+// cache (the scheduler is deterministic: the same phase gives the same
+// schedule).
+func fill(f *finalist, h slog.Handler) error {
+	var idx []int
+	for i, s := range f.scheds {
+		if s == nil {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	phases, err := emit.Phases(f.plan, f.addrs)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(idx))
+	parallelDo(len(idx), func(k int) {
+		i := idx[k]
+		f.logs[i] = newRecorder(h)
+		s, err := exchange.Build(phases[i], exchange.Options{Logger: slog.New(f.logs[i]), NoSplit: true, Paired: exchange.PairedAuto})
+		if err != nil {
+			errs[k] = fmt.Errorf("exchange %q: %w", f.plan.Exchanges[i].Name, err)
+			return
+		}
+		if s.Horizon != f.hz[i] {
+			errs[k] = fmt.Errorf("BUG: exchange %q: horizon %d, the cache said %d", f.plan.Exchanges[i].Name, s.Horizon, f.hz[i])
+			return
+		}
+		f.scheds[i] = s
+	})
+	return errors.Join(errs...)
 }
 
 // horizons are the schedules' horizons by phase.

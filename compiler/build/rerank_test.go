@@ -185,7 +185,7 @@ func TestFinalistBoundsHold(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				scheds, _, err := schedule(pl, addrs, quiet.Handler(), true)
+				scheds, _, _, err := schedule(pl, addrs, quiet.Handler(), true, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -95,11 +95,33 @@ func Exchanges(pl *low.Plan, addrs []Addresses, log *slog.Logger) ([]*exchange.S
 // PairedAuto): the build's finalist rerank costs its finalists with
 // NoSplit, the first round only.
 func ExchangesWith(pl *low.Plan, addrs []Addresses, opts exchange.Options) ([]*exchange.Schedule, error) {
+	phases, err := Phases(pl, addrs)
+	if err != nil {
+		return nil, err
+	}
 	opts.Paired = exchange.PairedAuto
+	var out []*exchange.Schedule
+	for i, xp := range phases {
+		// PairedAuto: a multicast whose destinations include both tiles of
+		// partner pairs at one address (an input block multicast along a
+		// grid row) can go as 64-bit items, half the receive events; the
+		// scheduler keeps whichever schedule is shorter.
+		s, err := exchange.Build(xp, opts)
+		if err != nil {
+			return nil, fmt.Errorf("exchange %q: %w", pl.Exchanges[i].Name, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Phases turns the plan's exchange phases into the scheduler's: physical
+// tiles and placed addresses.
+func Phases(pl *low.Plan, addrs []Addresses) ([]exchange.Phase, error) {
 	if len(pl.Exchanges) > place.MaxRowPhases {
 		return nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), place.MaxRowPhases)
 	}
-	var out []*exchange.Schedule
+	var out []exchange.Phase
 	for _, ph := range pl.Exchanges {
 		xp := exchange.Phase{ID: ph.ID}
 		for _, t := range ph.Transfers {
@@ -117,15 +139,7 @@ func ExchangesWith(pl *low.Plan, addrs []Addresses, opts exchange.Options) ([]*e
 			}
 			xp.Transfers = append(xp.Transfers, x)
 		}
-		// PairedAuto: a multicast whose destinations include both tiles of
-		// partner pairs at one address (the MLP's row gather) can go as
-		// 64-bit items, half the receive events; the scheduler keeps
-		// whichever schedule is shorter.
-		s, err := exchange.Build(xp, opts)
-		if err != nil {
-			return nil, fmt.Errorf("exchange %q: %w", ph.Name, err)
-		}
-		out = append(out, s)
+		out = append(out, xp)
 	}
 	return out, nil
 }
