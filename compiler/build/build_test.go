@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -395,5 +396,27 @@ func TestMidCodeEstimate(t *testing.T) {
 			t.Errorf("%+v: largest image %d bytes, estimated %d", r.Flags.MLP, maxCode, maxEst)
 		}
 		t.Logf("%+v: largest image %d bytes, estimated %d", r.Flags.MLP, maxCode, maxEst)
+	}
+}
+
+// TestRandomShapes builds and runs MLPs and GEMMs of seeded random shapes
+// (odd sizes, 1 to 2 blocks, with and without biases, 1 to 100 tiles):
+// whichever family wins the rerank, the result must match the host
+// reference.
+func TestRandomShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs 16 workloads")
+	}
+	rng := rand.New(rand.NewPCG(5, 9))
+	tiles := []int{1, 2, 3, 7, 16, 33, 64, 100}
+	for i := 0; i < 16; i++ {
+		var r Recipe
+		if i%4 == 3 {
+			r = gemmRecipe(1+rng.IntN(150), 1+rng.IntN(200), 1+rng.IntN(300), tiles[rng.IntN(len(tiles))])
+		} else {
+			r = mlpRecipeFull(1+rng.IntN(120), 1+rng.IntN(160), 1+rng.IntN(240), 1+rng.IntN(2), tiles[rng.IntN(len(tiles))], rng.IntN(2) == 0)
+		}
+		name, _ := graph.WorkloadName(r.Workload, r.Flags)
+		t.Run(name+"-t"+itoa(r.Tiles), func(t *testing.T) { buildAndRun(t, r) })
 	}
 }
