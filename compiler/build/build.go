@@ -529,7 +529,8 @@ func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 }
 
 // finish schedules again, with every round, the chosen finalist's phases
-// whose first-round schedule missed its target, keeping the shorter.
+// whose first-round schedule missed its target. Every round includes the
+// first, so the result is never longer.
 func finish(f *finalist, h slog.Handler) error {
 	var idx []int
 	for i, s := range f.scheds {
@@ -537,27 +538,7 @@ func finish(f *finalist, h slog.Handler) error {
 			idx = append(idx, i)
 		}
 	}
-	scheds := make([]*exchange.Schedule, len(idx))
-	logs := make([]*recorder, len(idx))
-	errs := make([]error, len(idx))
-	parallelDo(len(idx), func(k int) {
-		sub := *f.plan
-		sub.Exchanges = f.plan.Exchanges[idx[k] : idx[k]+1]
-		logs[k] = newRecorder(h)
-		var s []*exchange.Schedule
-		s, errs[k] = emit.ExchangesWith(&sub, f.addrs, exchange.Options{Logger: slog.New(logs[k])})
-		if errs[k] == nil {
-			scheds[k] = s[0]
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	for k, i := range idx {
-		// Every round includes the first, so the result is never longer.
-		f.scheds[i], f.logs[i] = scheds[k], logs[k]
-	}
-	return nil
+	return reschedule(f, idx, false, h, nil)
 }
 
 // finalistSummaries records each finalist's estimate and costed cycles
@@ -679,7 +660,7 @@ func phaseKey(p exchange.Phase, quick bool) [32]byte {
 
 // fill schedules the chosen finalist's phases whose horizon came from the
 // cache (the scheduler is deterministic: the same phase gives the same
-// schedule).
+// schedule, which fill checks).
 func fill(f *finalist, h slog.Handler) error {
 	var idx []int
 	for i, s := range f.scheds {
@@ -687,6 +668,18 @@ func fill(f *finalist, h slog.Handler) error {
 			idx = append(idx, i)
 		}
 	}
+	return reschedule(f, idx, true, h, func(i int, s *exchange.Schedule) error {
+		if s.Horizon != f.hz[i] {
+			return fmt.Errorf("BUG: exchange %q: horizon %d, the cache said %d", f.plan.Exchanges[i].Name, s.Horizon, f.hz[i])
+		}
+		return nil
+	})
+}
+
+// reschedule schedules phases idx of finalist f (quick: the first round
+// only), concurrently, replacing their schedules and log lines; check, if
+// not nil, vets each new schedule first.
+func reschedule(f *finalist, idx []int, quick bool, h slog.Handler, check func(int, *exchange.Schedule) error) error {
 	if len(idx) == 0 {
 		return nil
 	}
@@ -697,17 +690,16 @@ func fill(f *finalist, h slog.Handler) error {
 	errs := make([]error, len(idx))
 	parallelDo(len(idx), func(k int) {
 		i := idx[k]
-		f.logs[i] = newRecorder(h)
-		s, err := exchange.Build(phases[i], exchange.Options{Logger: slog.New(f.logs[i]), NoSplit: true, Paired: exchange.PairedAuto})
+		rec := newRecorder(h)
+		s, err := exchange.Build(phases[i], exchange.Options{Logger: slog.New(rec), NoSplit: quick, Paired: exchange.PairedAuto})
+		if err == nil && check != nil {
+			err = check(i, s)
+		}
 		if err != nil {
 			errs[k] = fmt.Errorf("exchange %q: %w", f.plan.Exchanges[i].Name, err)
 			return
 		}
-		if s.Horizon != f.hz[i] {
-			errs[k] = fmt.Errorf("BUG: exchange %q: horizon %d, the cache said %d", f.plan.Exchanges[i].Name, s.Horizon, f.hz[i])
-			return
-		}
-		f.scheds[i] = s
+		f.scheds[i], f.logs[i] = s, rec
 	})
 	return errors.Join(errs...)
 }
