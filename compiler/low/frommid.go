@@ -157,14 +157,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		for q := 0; q < g0.Inner.Count; q++ {
 			rs, ks := g0.Rows.Span(i), g0.Inner.Span(q)
 			n := rs.Len() * ks.Len() * 2
-			holders := []int{g0.Tile(i, 0, q)}
-			if g0.Cols.Count > 1 && holders[0]%2 == 0 {
-				// The planner's replica (mid hostLayout): the partner
-				// gets the block from the host too, so that the pair can
-				// send it on as paired items.
-				holders = append(holders, g0.Tile(i, 1, q))
-			}
-			for _, t := range holders {
+			for _, t := range g0.InputHolders(i, q) {
 				in.Slices = append(in.Slices, HostSlice{Tile: t, Ref: Ref{Buf: "L0"}, Offset: in.Bytes, Length: n,
 					Block: &Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
 				in.Bytes += n

@@ -188,11 +188,11 @@ func hostLayout(g *GemmPlan) *layout {
 	l := &layout{value: g.Left, rows: g.Rows.Spans(), cols: g.Inner.Spans(), order: AMPLeft}
 	for i := range l.rows {
 		for p := range l.cols {
-			t := g.Tile(i, 0, p)
-			l.tile = append(l.tile, t)
+			h := g.InputHolders(i, p)
+			l.tile = append(l.tile, h[0])
 			r := -1
-			if g.Cols.Count > 1 && t%2 == 0 {
-				r = g.Tile(i, 1, p) // t's partner
+			if len(h) > 1 {
+				r = h[1]
 			}
 			l.replica = append(l.replica, r)
 		}

@@ -74,6 +74,19 @@ type GemmPlan struct {
 // items, half the receive events.
 func (g *GemmPlan) Tile(i, j, p int) int { return (i*g.Inner.Count+p)*g.Cols.Count + j }
 
+// InputHolders are the tiles the host writes block (i, p) of a graph
+// input consumed as the left operand to: the first cell of its row of the
+// grid, Tile(i, 0, p), and, when that tile is the even one of a partner
+// pair, its partner Tile(i, 1, p), so that the pair can multicast the
+// block as paired 64-bit items.
+func (g *GemmPlan) InputHolders(i, p int) []int {
+	t := g.Tile(i, 0, p)
+	if g.Cols.Count > 1 && t%2 == 0 {
+		return []int{t, g.Tile(i, 1, p)}
+	}
+	return []int{t}
+}
+
 // ActiveTiles is the number of grid cells.
 func (g *GemmPlan) ActiveTiles() int { return g.Rows.Count * g.Cols.Count * g.Inner.Count }
 
