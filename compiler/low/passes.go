@@ -231,10 +231,11 @@ func groupTransfers(ts []XTransfer) []XTransfer {
 	return out
 }
 
-// mayGroup reports whether some transfer starts, at its source, where
-// another from the same tile and buffer ends: a cheap necessary condition
-// for groupTransfers to merge anything, checked first because most phases
-// have nothing to merge.
+// mayGroup reports whether some transfer continues another: it starts,
+// at its source and at every destination, where the other ends, on the
+// same tiles and buffers. A cheap necessary condition for groupTransfers
+// to merge anything (steps aside), checked first because most phases have
+// nothing to merge.
 func mayGroup(ts []XTransfer) bool {
 	idx := make([]int32, len(ts))
 	for i := range idx {
@@ -249,15 +250,36 @@ func mayGroup(ts []XTransfer) bool {
 	for _, i := range idx {
 		t := &ts[i]
 		end := t.SrcRef.Off + 4*t.Words
-		_, found := slices.BinarySearchFunc(idx, t, func(e int32, t *XTransfer) int {
+		at, _ := slices.BinarySearchFunc(idx, t, func(e int32, t *XTransfer) int {
 			se, be, oe := key(&ts[e])
 			return cmp.Or(cmp.Compare(se, t.Src), cmp.Compare(be, t.SrcRef.Buf), cmp.Compare(oe, end))
 		})
-		if found {
-			return true
+		for ; at < len(idx); at++ {
+			u := &ts[idx[at]]
+			if u.Src != t.Src || u.SrcRef.Buf != t.SrcRef.Buf || u.SrcRef.Off != end {
+				break
+			}
+			if continues(t, u) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// continues reports whether u starts, at every destination, where t ends
+// (same tiles and buffers, in order).
+func continues(t, u *XTransfer) bool {
+	if len(t.Dsts) != len(u.Dsts) {
+		return false
+	}
+	for k, d := range t.Dsts {
+		e := u.Dsts[k]
+		if e.Tile != d.Tile || e.Ref.Buf != d.Ref.Buf || e.Ref.Off != d.Ref.Off+4*t.Words {
+			return false
+		}
+	}
+	return true
 }
 
 // dstsFollow reports whether every destination i of a piece starts where
