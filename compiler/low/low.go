@@ -586,9 +586,19 @@ func (pl *Plan) hostCalls(ops func(t *TileProgram) (init, timed []Op)) {
 		{Name: CallInitialize, Command: 0, Phases: initPhases},
 		{Name: CallRun, Command: 1, Phases: append(runPhases, outPhases...)},
 	}
+	count := func(cs [][]Op) int {
+		n := 0
+		for _, c := range cs {
+			n += len(c)
+		}
+		return n
+	}
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
-		var init, run []Op
+		in, timed := ops(t)
+		// Sized once: Op is large and there are many tiles.
+		init := make([]Op, 0, len(initPhases)+count(initCopies[l])+len(in))
+		run := make([]Op, 0, len(runPhases)+count(runCopies[l])+2+len(timed)+len(outPhases))
 		for k := range initPhases {
 			init = append(init, Op{Kind: OpHostSync})
 			if k < len(initCopies[l]) {
@@ -601,7 +611,6 @@ func (pl *Plan) hostCalls(ops func(t *TileProgram) (init, timed []Op)) {
 				run = append(run, runCopies[l][k]...)
 			}
 		}
-		in, timed := ops(t)
 		init = append(init, in...)
 		run = append(run, Op{Kind: OpSample, Sample: 0})
 		run = append(run, timed...)
