@@ -35,7 +35,7 @@ package low
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
@@ -429,10 +429,31 @@ func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols, precise int, c cell) 
 	return ops
 }
 
+// specKey names a kernel specialisation without formatting its
+// parameters (the lowering calls every kernel with these names only).
+type specKey struct {
+	kernel string
+	p      [8]int
+}
+
+var specParams = [8]string{"k", "c", "r", "n", "parts", "rows", "first", "precise"}
+
+func keyOf(op *Op) (specKey, bool) {
+	k := specKey{kernel: op.Kernel}
+	known := 0
+	for i, name := range specParams {
+		if v, ok := op.Params[name]; ok {
+			k.p[i] = v + 1 // 0 stays "absent"
+			known++
+		}
+	}
+	return k, known == len(op.Params)
+}
+
 // checkMid checks every kernel specialisation against its limits and
 // every distinct tile's buffers against opts.Fits.
 func (pl *Plan) checkMid(opts Options) error {
-	seen := map[string]bool{}
+	seen := map[specKey]bool{}
 	fit := map[string]bool{}
 	for l := range pl.Programs {
 		tp := &pl.Programs[l]
@@ -440,11 +461,11 @@ func (pl *Plan) checkMid(opts Options) error {
 			if op.Kind != OpKernel {
 				continue
 			}
-			key := op.Kernel + " " + op.Params.String()
-			if seen[key] {
+			key, ok := keyOf(&op)
+			if ok && seen[key] {
 				continue
 			}
-			seen[key] = true
+			seen[key] = ok
 			k, err := kernels.Lookup(op.Kernel)
 			if err == nil {
 				_, err = k.Resolve(op.Params)
@@ -459,17 +480,26 @@ func (pl *Plan) checkMid(opts Options) error {
 		if opts.Fits == nil || len(tp.Buffers) == 0 {
 			continue
 		}
-		var kb strings.Builder
+		kb := make([]byte, 0, 32*len(tp.Buffers))
 		for _, b := range tp.Buffers {
-			fmt.Fprintf(&kb, "%s:%d:%d:%d:%v;", b.Name, b.Bytes, b.Align, b.Region, b.Apart)
+			kb = append(kb, b.Name...)
+			for _, v := range []int{b.Bytes, b.Align, int(b.Region), b.Live[0], b.Live[1]} {
+				kb = append(kb, ':')
+				kb = strconv.AppendInt(kb, int64(v), 10)
+			}
+			for _, a := range b.Apart {
+				kb = append(kb, ',')
+				kb = append(kb, a...)
+			}
+			kb = append(kb, ';')
 		}
-		if fit[kb.String()] {
+		if fit[string(kb)] {
 			continue
 		}
 		if err := opts.Fits(tp.Buffers); err != nil {
 			return fmt.Errorf("tile %d: %w", l, err)
 		}
-		fit[kb.String()] = true
+		fit[string(kb)] = true
 	}
 	return nil
 }
@@ -483,16 +513,16 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 	tp := &pl.Programs[l]
 	instrs := 80 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*len(tp.Calls[1])
 	code := 0
-	seen := map[string]bool{}
+	seen := map[specKey]bool{}
 	for _, op := range tp.Calls[1] {
 		if op.Kind != OpKernel {
 			continue
 		}
-		key := op.Kernel + " " + op.Params.String()
-		if seen[key] {
+		key, ok := keyOf(&op)
+		if ok && seen[key] {
 			continue
 		}
-		seen[key] = true
+		seen[key] = ok
 		switch op.Kernel {
 		case "gemm_f16":
 			code += 1100
@@ -522,6 +552,7 @@ func (pl *Plan) midEstimate() Estimate {
 	// Per tile, the ops of the timed part split at exchanges.
 	type part struct{ gemm, elem, reduce, copy int }
 	var stages [][]part // stage -> tile
+	memo := map[specKey]int64{}
 	for l := range pl.Programs {
 		s := 0
 		timed := false
@@ -540,9 +571,17 @@ func (pl *Plan) midEstimate() Estimate {
 				for len(stages) <= s {
 					stages = append(stages, make([]part, len(pl.Programs)))
 				}
-				cyc, err := cost.Kernel(op.Kernel, op.Params)
-				if err != nil {
-					panic("BUG: " + err.Error()) // checkMid resolved every call
+				key, known := keyOf(&op)
+				cyc, ok := memo[key]
+				if !ok || !known {
+					var err error
+					cyc, err = cost.Kernel(op.Kernel, op.Params)
+					if err != nil {
+						panic("BUG: " + err.Error()) // checkMid resolved every call
+					}
+					if known {
+						memo[key] = cyc
+					}
 				}
 				c := int(cyc) + callCycles
 				pt := &stages[s][l]
