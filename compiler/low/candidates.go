@@ -15,8 +15,8 @@ const DefaultFinalists = 8
 // mode. A package records the chosen one (build.Recipe.Plan) so that its
 // plan can be regenerated without the rerank.
 type Choice struct {
-	R        int  `json:"r"`
-	C        int  `json:"c"`
+	R        int  `json:"r,omitempty"`
+	C        int  `json:"c,omitempty"`
 	Q        int  `json:"q,omitempty"`
 	Stream   bool `json:"stream,omitempty"`
 	ColMajor bool `json:"column_major,omitempty"`
