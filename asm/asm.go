@@ -83,6 +83,15 @@ func splitStatements(lines []line) []stmt {
 	var out []stmt
 	for _, l := range lines {
 		start := 0
+		// # starts a comment to the end of the line, as in the LLVM
+		// Colossus assembler (its comment string); the preprocessor has
+		// already consumed every # that starts a directive.
+		for i, t := range l.toks {
+			if t.punct("#") || t.punct("##") {
+				l.toks = l.toks[:i]
+				break
+			}
+		}
 		for i := 0; i <= len(l.toks); i++ {
 			if i < len(l.toks) && !l.toks[i].punct(";") {
 				continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -43,10 +44,20 @@ type cpp struct {
 	expansions int
 	work       int
 	failed     bool // a limit was hit: stop
+	// everDefined records every #define seen (name -> first position), so
+	// that the assembler can say an unknown $NAME is a macro defined later
+	// or a function-like macro used without arguments.
+	everDefined map[string]cdef
+}
+
+// cdef is what the assembler learns about a C macro for its messages.
+type cdef struct {
+	pos srcPos
+	fn  bool
 }
 
 func newCPP(opts Options, errs *errSink) *cpp {
-	p := &cpp{opts: opts, macros: map[string]*cmacro{}, errs: errs}
+	p := &cpp{opts: opts, macros: map[string]*cmacro{}, errs: errs, everDefined: map[string]cdef{}}
 	pre := map[string]string{"__IPU__": "1", "__IPU_ARCH_VERSION__": "21", "__ASSEMBLER__": "1"}
 	for k, v := range opts.Defines {
 		if v == "" {
@@ -90,6 +101,9 @@ func (p *cpp) file(name string, src []byte) {
 			return
 		}
 		ts := l.toks
+		if len(ts) > 0 && ts[0].punct("##") {
+			continue // a comment line: ## text
+		}
 		if len(ts) == 0 || !ts[0].punct("#") {
 			if on() {
 				p.out = append(p.out, line{toks: p.expand(ts), pos: l.pos})
@@ -100,6 +114,9 @@ func (p *cpp) file(name string, src []byte) {
 			continue // the null directive
 		}
 		d := ts[1]
+		if d.kind != tIdent || d.space && !cppDirectives[d.text] {
+			continue // a comment line (see default below)
+		}
 		args := ts[2:]
 		switch d.text {
 		case "if", "ifdef", "ifndef":
@@ -157,10 +174,10 @@ func (p *cpp) file(name string, src []byte) {
 		case "warning", "pragma", "line", "ident":
 			// Nothing to do for an assembler.
 		default:
-			if d.kind == tNum {
-				continue // a line marker (# 12 "file") from another preprocessor
-			}
-			p.errs.add(d.pos, "unknown preprocessor directive #%s", d.text)
+			// A line marker (# 12 "file") from another preprocessor, or a
+			// comment: in clang's assembler-with-cpp mode a # that does not
+			// start a directive is passed to the assembler, whose comment
+			// character it is (# text, ## text).
 		}
 	}
 	for _, f := range conds {
@@ -170,6 +187,12 @@ func (p *cpp) file(name string, src []byte) {
 		p.errs.add(*unterminated, "unterminated /* comment")
 	}
 }
+
+// cppDirectives are the directive names; a # followed by anything else is
+// a comment line.
+var cppDirectives = map[string]bool{"if": true, "ifdef": true, "ifndef": true, "elif": true, "else": true,
+	"endif": true, "define": true, "undef": true, "include": true, "error": true, "warning": true,
+	"pragma": true, "line": true, "ident": true}
 
 // cond evaluates an #if / #ifdef / #ifndef / #elif condition.
 func (p *cpp) cond(d token, args []token) bool {
@@ -213,7 +236,7 @@ func (p *cpp) cond(d token, args []token) bool {
 		ts = append(ts, token{kind: tNum, text: v, pos: t.pos})
 		i = j
 	}
-	ts = p.expand(ts)
+	ts = p.expandTokens(ts)
 	end := d.pos
 	if len(args) > 0 {
 		last := args[len(args)-1]
@@ -292,6 +315,9 @@ func (p *cpp) define(d token, args []token) {
 	}
 	m.body = body
 	p.macros[m.name] = m
+	if _, ok := p.everDefined[m.name]; !ok {
+		p.everDefined[m.name] = cdef{pos: args[0].pos, fn: m.fn}
+	}
 }
 
 func (p *cpp) include(d token, args []token) {
@@ -336,10 +362,143 @@ func (p *cpp) include(d token, args []token) {
 // expand macro-expands one line (Prosser's algorithm, simplified: each token
 // carries the set of macros it came from, which are not expanded again).
 func (p *cpp) expand(in []token) []token {
+	ts, glue := p.splitNames(in)
+	ts = p.expandTokens(ts)
+	if glue {
+		ts = p.glue(ts)
+	}
+	return ts
+}
+
+// splitNames prepares names the assembler lexes as one token but clang's
+// assembler-with-cpp lexes as several, so that macros inside them expand:
+// $NAME (in this mode $ is not part of an identifier: `#define IN_PTR m1`
+// then `$IN_PTR` is `$m1`) and dotted names (`.text.SYM`, `.data.F(x)`, split
+// at '.'). It reports whether any name was split; the pieces are marked
+// with glueNext so that glue rejoins them after expansion.
+func (p *cpp) splitNames(in []token) ([]token, bool) {
+	var out []token
+	split := false
+	for i, t := range in {
+		if t.kind != tIdent || strings.Contains(t.text, `\`) || !p.hasMacroPart(t.text) {
+			if out != nil {
+				out = append(out, t)
+			}
+			continue
+		}
+		if out == nil {
+			out = append([]token(nil), in[:i]...)
+		}
+		split = true
+		parts := namePieces(t.text)
+		for k, piece := range parts {
+			nt := t
+			nt.text = piece
+			nt.space = k == 0 && t.space
+			if piece == "$" || piece == "." {
+				nt.kind = tPunct
+			}
+			nt.glue = k < len(parts)-1
+			out = append(out, nt)
+		}
+	}
+	if out == nil {
+		return in, false
+	}
+	return out, split
+}
+
+// namePieces splits "$a.b.c" into "$", "a", ".", "b", ".", "c".
+func namePieces(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' || s[i] == '$' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			out = append(out, s[i:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// hasMacroPart reports whether a name holding $ or . has a piece that is a
+// macro (the whole name was already looked up by expandTokens' caller).
+func (p *cpp) hasMacroPart(s string) bool {
+	if !strings.ContainsAny(s, ".$") {
+		return false
+	}
+	for _, piece := range namePieces(s) {
+		if piece == "." || piece == "$" {
+			continue
+		}
+		if _, ok := p.macros[piece]; ok && piece != s {
+			return true
+		}
+	}
+	return false
+}
+
+// glue rejoins the pieces splitNames made, with whatever their macros
+// expanded to: a run of tokens joined by glue marks (and the tokens of an
+// expansion that took a piece's place) becomes the text it spells, lexed
+// again.
+func (p *cpp) glue(ts []token) []token {
+	var out []token
+	for i := 0; i < len(ts); {
+		if !ts[i].glue {
+			out = append(out, ts[i])
+			i++
+			continue
+		}
+		j := i
+		var b strings.Builder
+		for j < len(ts) {
+			b.WriteString(ts[j].text)
+			if !ts[j].glue {
+				break
+			}
+			j++
+			// The token after a glued piece belongs to the name unless
+			// white space separates it.
+			if j < len(ts) && ts[j].space {
+				j--
+				break
+			}
+		}
+		re := relex(b.String(), ts[i].pos)
+		if len(re) > 0 {
+			re[0].space = ts[i].space
+		}
+		out = append(out, re...)
+		i = j + 1
+	}
+	return out
+}
+
+func (p *cpp) expandTokens(in []token) []token {
 	ts := in
 	copied := false
 	for i := 0; i < len(ts) && !p.failed; {
 		t := ts[i]
+		if t.kind == tIdent && (t.text == "__LINE__" || t.text == "__FILE__") && p.macros[t.text] == nil {
+			if !copied {
+				ts = append([]token(nil), ts...)
+				copied = true
+			}
+			if t.text == "__LINE__" {
+				ts[i] = token{kind: tNum, text: strconv.Itoa(t.pos.line), pos: t.pos, space: t.space, glue: t.glue}
+			} else {
+				ts[i] = token{kind: tStr, text: strconv.Quote(t.pos.file), pos: t.pos, space: t.space, glue: t.glue}
+			}
+			i++
+			continue
+		}
 		m := p.macros[t.text]
 		if t.kind != tIdent || m == nil || t.hidden(m.name) {
 			i++
@@ -460,7 +619,7 @@ func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
 			raw := j > 0 && m.body[j-1].punct("##") || j+1 < len(m.body) && m.body[j+1].punct("##")
 			a := args[k]
 			if !raw {
-				a = p.expand(append([]token(nil), a...))
+				a = p.expandTokens(append([]token(nil), a...))
 			}
 			p.work += len(a)
 			if p.failed || p.work > maxCppWork || len(out) > maxCppTokens {
@@ -480,24 +639,43 @@ func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
 		}
 		out = append(out, t)
 	}
-	// Paste right to left so earlier indexes stay valid.
-	for k := len(pasteAt) - 1; k >= 0; k-- {
-		i := pasteAt[k]
-		if i == 0 || i == len(out)-1 {
-			out = append(out[:i], out[i+1:]...)
-			continue
+	// Paste left to right, as GCC and clang do: `_ ## 2 ## _ ## x` must
+	// glue "_2" first, or the intermediate "2_x" would lex as a number.
+	if len(pasteAt) > 0 {
+		isPaste := make(map[int]bool, len(pasteAt))
+		for _, i := range pasteAt {
+			isPaste[i] = true
 		}
-		glued := relex(out[i-1].text+out[i+1].text, use.pos)
-		rest := append(glued, out[i+2:]...)
-		out = append(out[:i-1], rest...)
+		res := make([]token, 0, len(out))
+		for i := 0; i < len(out); i++ {
+			if !isPaste[i] {
+				res = append(res, out[i])
+				continue
+			}
+			if len(res) == 0 || i+1 >= len(out) {
+				continue // ## at an end of the body pastes nothing
+			}
+			left := res[len(res)-1]
+			glued := relex(left.text+out[i+1].text, use.pos)
+			if len(glued) > 0 {
+				glued[0].space = left.space
+			}
+			res = append(res[:len(res)-1], glued...)
+			i++
+		}
+		out = res
 	}
 	hide := append(append([]string(nil), use.hide...), m.name)
 	for i := range out {
 		out[i].pos = use.pos
 		out[i].hide = hide
+		out[i].glue = false
 		if i == 0 {
 			out[i].space = use.space
 		}
+	}
+	if len(out) > 0 {
+		out[len(out)-1].glue = use.glue
 	}
 	return out
 }

@@ -40,9 +40,26 @@ func (a *assembler) directive(d token, args []token) {
 			return
 		}
 		a.switchTo(a.prevSec)
-	case ".globl", ".global", ".local", ".weak":
-		bind := map[string]elf.Bind{".globl": elf.Global, ".global": elf.Global, ".local": elf.Local, ".weak": elf.Weak}[name]
+	case ".extern":
+		// GNU as treats every undefined symbol as external; .extern only
+		// names them. Recording the mention keeps "first used at".
 		for _, part := range splitCommas(args) {
+			if t, ok := a.symName(d, part); ok {
+				a.lookupAt(t)
+			}
+		}
+	case ".globl", ".global", ".local", ".weak", ".hidden", ".internal", ".protected":
+		if name == ".hidden" || name == ".internal" || name == ".protected" {
+			// Visibility: ipustack's objects have no dynamic linking, so
+			// every visibility links alike; the names must still be
+			// symbols.
+			for _, part := range symbolList(args) {
+				a.symName(d, part)
+			}
+			return
+		}
+		bind := map[string]elf.Bind{".globl": elf.Global, ".global": elf.Global, ".local": elf.Local, ".weak": elf.Weak}[name]
+		for _, part := range symbolList(args) {
 			t, ok := a.symName(d, part)
 			if !ok {
 				return
@@ -107,9 +124,12 @@ func (a *assembler) directive(d token, args []token) {
 			return
 		}
 		a.set(t, args[len(parts[0])+1:], d)
-	case ".byte", ".short", ".hword", ".2byte", ".long", ".word", ".int", ".4byte", ".quad", ".8byte":
+	case ".byte", ".short", ".hword", ".2byte", ".long", ".word", ".int", ".4byte", ".quad", ".8byte",
+		".dc.b", ".dc.w", ".dc.l", ".dc.a", ".dc", ".dc.q":
 		size := map[string]int{".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".word": 4,
-			".int": 4, ".4byte": 4, ".quad": 8, ".8byte": 8}[name]
+			".int": 4, ".4byte": 4, ".quad": 8, ".8byte": 8,
+			// GNU as: .dc is .dc.w; .dc.a is an address (4 bytes on IPU).
+			".dc.b": 1, ".dc.w": 2, ".dc": 2, ".dc.l": 4, ".dc.a": 4, ".dc.q": 8}[name]
 		for _, part := range a.items(d, args) {
 			e, err := parseExpr(part, a, false, endPos(d, part))
 			if err != nil {
@@ -161,13 +181,33 @@ func (a *assembler) directive(d token, args []token) {
 		a.fill(d.pos, n, byte(fill), fill != 0)
 	case ".p2align", ".align", ".balign":
 		a.alignDirective(name, d, args)
+	case ".uleb128", ".sleb128":
+		for _, part := range a.items(d, args) {
+			n, ok := a.constExpr(part, d, "value")
+			if !ok {
+				return
+			}
+			a.emit(part[0].pos, leb128(n, name == ".sleb128"))
+		}
+	case ".fill":
+		a.fillDirective(d, args)
 	case ".supervisor":
 		a.ctx = isa.Supervisor
 	case ".worker":
 		a.ctx = isa.Worker
-	case ".allow_optimizations", ".file", ".ident":
-		// Accepted for compatibility with the public toolchain; they do not
-		// change the output.
+	case ".allow_optimizations", ".allow_invalid_repeat", ".allow_invalid_operands", ".error_on_invalid_operands",
+		".allow_invalid_execution_mode", ".error_on_invalid_execution_mode",
+		".warn_on_invalid_bundles", ".error_on_invalid_bundles":
+		// The LLVM Colossus AsmParser's own switches (ParseDirective): they
+		// relax its checks or allow relaxations. ipustack never relaxes
+		// and keeps its checks, so they change nothing here.
+	case ".file", ".ident", ".loc", ".loc_mark_labels", ".cfi_sections", ".cfi_startproc", ".cfi_endproc",
+		".cfi_def_cfa", ".cfi_def_cfa_offset", ".cfi_def_cfa_register", ".cfi_offset", ".cfi_rel_offset",
+		".cfi_restore", ".cfi_register", ".cfi_adjust_cfa_offset", ".cfi_remember_state", ".cfi_restore_state",
+		".cfi_same_value", ".cfi_undefined", ".cfi_escape", ".cfi_return_column", ".cfi_signal_frame",
+		".cfi_window_save", ".cfi_personality", ".cfi_lsda", ".addrsig", ".addrsig_sym":
+		// Debug and unwind information: ipustack objects carry none (no
+		// debugger reads them), so these are accepted and dropped.
 	case ".error", ".err":
 		a.errorf(d.pos, "%s", strings.Trim(joinTokens(args), `"`))
 	case ".warning":
@@ -180,6 +220,77 @@ func (a *assembler) directive(d token, args []token) {
 	default:
 		a.errorf(d.pos, "unknown directive %s", d.text)
 	}
+}
+
+// symbolList splits a symbol list at commas or, as poplibs also writes,
+// white space (`.globl a b`).
+func symbolList(args []token) [][]token {
+	var out [][]token
+	for _, part := range splitCommas(args) {
+		start := 0
+		for i := 1; i < len(part); i++ {
+			if part[i].space && part[i].kind == tIdent && part[i-1].kind == tIdent {
+				out = append(out, part[start:i])
+				start = i
+			}
+		}
+		out = append(out, part[start:])
+	}
+	return out
+}
+
+// leb128 encodes n as unsigned or signed LEB128.
+func leb128(n int64, signed bool) []byte {
+	var b []byte
+	for {
+		c := byte(n & 0x7F)
+		if signed {
+			n >>= 7
+			if n == 0 && c&0x40 == 0 || n == -1 && c&0x40 != 0 {
+				return append(b, c)
+			}
+		} else {
+			n = int64(uint64(n) >> 7)
+			if n == 0 {
+				return append(b, c)
+			}
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// fillDirective is `.fill repeat[, size[, value]]`: repeat copies of a
+// size-byte (at most 8) little-endian value.
+func (a *assembler) fillDirective(d token, args []token) {
+	parts := splitCommas(args)
+	if len(parts) < 1 || len(parts) > 3 {
+		a.errorf(d.pos, ".fill: expected `.fill repeat[, size[, value]]`")
+		return
+	}
+	vals := []int64{0, 1, 0}
+	for i, part := range parts {
+		v, ok := a.constExpr(part, d, []string{"repeat", "size", "value"}[i])
+		if !ok {
+			return
+		}
+		vals[i] = v
+	}
+	rep, size := vals[0], vals[1]
+	if size < 0 || size > 8 {
+		a.errorf(firstPos(parts[min(1, len(parts)-1)], d), ".fill size %d out of range [0, 8]", size)
+		return
+	}
+	if rep < 0 || rep*size > maxOutputBytes {
+		a.errorf(firstPos(parts[0], d), ".fill repeat %d out of range", rep)
+		return
+	}
+	var one [8]byte
+	binary.LittleEndian.PutUint64(one[:], uint64(vals[2]))
+	buf := make([]byte, 0, rep*size)
+	for k := int64(0); k < rep; k++ {
+		buf = append(buf, one[:size]...)
+	}
+	a.emit(d.pos, buf)
 }
 
 func (a *assembler) items(d token, args []token) [][]token {

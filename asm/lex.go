@@ -23,6 +23,7 @@ type token struct {
 	pos   srcPos
 	space bool     // white space precedes the token (for # stringizing)
 	hide  []string // C macros already expanded into this token
+	glue  bool     // the preprocessor rejoins it with the next token (cpp.glue)
 }
 
 func (t token) is(kind tkind, text string) bool { return t.kind == kind && t.text == text }

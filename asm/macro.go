@@ -39,11 +39,13 @@ func (a *assembler) defineMacro(s stmt, body []stmt) {
 			ts = ts[2:]
 		}
 		if len(ts) > 0 && ts[0].punct("=") {
+			// The default ends at a comma or, as in GNU as, where white
+			// space starts the next parameter.
 			j := 1
-			for j < len(ts) && !ts[j].punct(",") {
-				j++
+			if j < len(ts) {
+				j = 1 + len(gasArgs(ts[1:])[0])
 			}
-			p.def = ts[1:j]
+			p.def = stripEmptyQuotes(ts[1:j])
 			ts = ts[j:]
 		}
 		for _, q := range m.params {
@@ -81,8 +83,8 @@ func (a *assembler) expandMacro(m *macro, call token, args []token, depth int) b
 	vals := make([][]token, len(m.params))
 	set := make([]bool, len(m.params))
 	next := 0
-	parts := splitCommas(args)
-	for k, part := range parts {
+	parts := gasArgs(args)
+	for _, part := range parts {
 		if len(part) >= 2 && part[0].kind == tIdent && part[1].punct("=") {
 			if idx := m.param(part[0].text); idx >= 0 {
 				vals[idx], set[idx] = part[2:], true
@@ -97,17 +99,14 @@ func (a *assembler) expandMacro(m *macro, call token, args []token, depth int) b
 			return false
 		}
 		if m.params[next].vararg {
-			// The vararg parameter takes the rest, commas included.
-			var rest []token
-			for j, p := range parts[k:] {
-				if j > 0 {
-					rest = append(rest, token{kind: tPunct, text: ",", pos: call.pos})
-				}
-				rest = append(rest, p...)
-			}
+			// The vararg parameter takes the rest of the line as written,
+			// commas included (parts share args' array: cap gives the
+			// offset).
+			rest := args[cap(args)-cap(part):]
 			vals[next], set[next] = rest, true
 			break
 		}
+		part = stripEmptyQuotes(part)
 		vals[next], set[next] = part, len(part) > 0
 		next++
 	}
@@ -144,6 +143,63 @@ func (a *assembler) expandMacro(m *macro, call token, args []token, depth int) b
 	a.run(body, depth+1)
 	a.note, a.noteDepth = saved, savedDepth
 	return false // .exitm ends only this macro
+}
+
+// gasArgs splits macro call arguments as GNU as does: at commas, and at
+// white space between two operands (`M x 8 nop` is three arguments), while
+// parentheses, brackets and quotes group (`M (SIZE + 4) f(a, b)` is two).
+// White space next to a binary operator does not split, so `M x + 4` is
+// one argument: gas itself would split it, but every use in the public
+// kernels means the expression.
+func gasArgs(ts []token) [][]token {
+	if len(ts) == 0 {
+		return nil
+	}
+	var out [][]token
+	depth, start := 0, 0
+	for i, t := range ts {
+		switch {
+		case t.punct("(") || t.punct("["):
+			if depth == 0 && i > start && t.space && !isBinaryOp(ts[i-1]) {
+				out = append(out, ts[start:i])
+				start = i
+			}
+			depth++
+			continue
+		case t.punct(")") || t.punct("]"):
+			depth--
+			continue
+		case t.punct(",") && depth <= 0:
+			out = append(out, ts[start:i])
+			start = i + 1
+			continue
+		}
+		if depth <= 0 && i > start && t.space && !isBinaryOp(t) && !isBinaryOp(ts[i-1]) && !ts[i-1].punct("=") && !t.punct("=") {
+			out = append(out, ts[start:i])
+			start = i
+		}
+	}
+	return append(out, ts[start:])
+}
+
+// isBinaryOp reports an operator that joins two operands of an expression.
+func isBinaryOp(t token) bool {
+	if t.kind != tPunct {
+		return false
+	}
+	switch t.text {
+	case "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "&&", "||", "==", "!=", "<", ">", "<=", ">=", ":", "~", "!":
+		return true
+	}
+	return false
+}
+
+// stripEmptyQuotes makes the argument "" empty, as GNU as does.
+func stripEmptyQuotes(ts []token) []token {
+	if len(ts) == 1 && ts[0].kind == tStr && ts[0].text == `""` {
+		return nil
+	}
+	return ts
 }
 
 func (m *macro) param(name string) int {
