@@ -57,6 +57,7 @@ func Assemble(filename string, src []byte, opts Options) (obj *elf.Object, err e
 	pp := newCPP(opts, errs)
 	pp.file(filename, src)
 	a := newAssembler(errs)
+	a.cppDefs = pp.everDefined
 	if !errs.full() && !pp.failed {
 		a.run(splitStatements(pp.out), 0)
 		a.finishInput()
@@ -215,6 +216,7 @@ type assembler struct {
 	noteDepth  int
 	dotExtra   int64
 	nopRow     *isa.Inst
+	cppDefs    map[string]cdef // every #define, for messages about $NAME
 }
 
 func newAssembler(errs *errSink) *assembler {

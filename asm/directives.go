@@ -60,6 +60,11 @@ func (a *assembler) directive(d token, args []token) {
 		}
 		bind := map[string]elf.Bind{".globl": elf.Global, ".global": elf.Global, ".local": elf.Local, ".weak": elf.Weak}[name]
 		for _, part := range symbolList(args) {
+			if len(part) == 2 && part[0].punct("@") && part[1].kind == tIdent {
+				// `.globl f, @function` (poplibs): LLVM reads @function as
+				// one more name; it names no symbol of the program.
+				continue
+			}
 			t, ok := a.symName(d, part)
 			if !ok {
 				return
@@ -72,6 +77,9 @@ func (a *assembler) directive(d token, args []token) {
 		}
 	case ".type":
 		parts := splitCommas(args)
+		if len(parts) == 1 && len(parts[0]) >= 2 && (parts[0][1].punct("@") || parts[0][1].punct("%")) {
+			parts = [][]token{parts[0][:1], parts[0][1:]} // `.type sym @function`, as GNU as allows
+		}
 		if len(parts) != 2 {
 			a.errorf(d.pos, ".type: expected `.type symbol, @function` or `@object`")
 			return
@@ -330,6 +338,20 @@ func (a *assembler) switchTo(s *section) {
 
 func (a *assembler) sectionDirective(d token, args []token) {
 	parts := splitCommas(args)
+	if len(parts) > 0 && len(parts[0]) > 1 && parts[0][0].kind == tIdent {
+		// LLVM's ELF parser takes every token up to the comma as the
+		// name, so .text.F(x)_y (a macro call the preprocessor left) is
+		// one name; white space still ends it.
+		nt := parts[0][0]
+		for _, t := range parts[0][1:] {
+			if t.space || t.kind == tStr {
+				a.errorf(t.pos, ".section: unexpected %q after the section name %s", t.text, nt.text)
+				return
+			}
+			nt.text += t.text
+		}
+		parts[0] = []token{nt}
+	}
 	if len(parts) == 0 || len(parts[0]) != 1 || parts[0][0].kind != tIdent && parts[0][0].kind != tStr {
 		a.errorf(d.pos, ".section: expected a section name")
 		return

@@ -109,7 +109,7 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 				// context; rows resolve it when they are tried.
 				op.csr, op.known = name, true
 			} else {
-				a.errorf(t.pos, "%s: unknown register or control register %s", mn.text, op.text)
+				a.errorf(t.pos, "%s: unknown register or control register %s%s", mn.text, op.text, a.macroHint(t))
 				return nil, false
 			}
 			ops = append(ops, op)
@@ -383,6 +383,16 @@ func (a *assembler) instruction(mn token, args []token) {
 		}()
 	}
 	rows := a.candidates(mn, inBundle)
+	if !inBundle {
+		// A rejected instruction still takes its place, so that one error
+		// does not move every later label and bundle (and report each of
+		// them as misaligned).
+		defer func() {
+			if !accepted {
+				a.reserve(rows)
+			}
+		}()
+	}
 	if rows == nil {
 		return
 	}
@@ -408,12 +418,49 @@ func (a *assembler) instruction(mn token, args []token) {
 		return
 	}
 	pi := &pending{mn: mn, rows: rows, row: row, ops: ops, note: a.note, ctx: ctx}
+	accepted = true
 	if inBundle {
 		a.bundle.insts = append(a.bundle.insts, pi)
-		accepted = true
 		return
 	}
 	a.place(pi, false)
+}
+
+// macroHint explains an unknown $NAME that is the name of a C macro the
+// preprocessor did not expand here.
+func (a *assembler) macroHint(t token) string {
+	name := strings.TrimPrefix(t.text, "$")
+	d, ok := a.cppDefs[name]
+	switch {
+	case !ok:
+		return ""
+	case d.fn:
+		return fmt.Sprintf(" (%s is a function-like macro, defined at %s: it expands only when followed by its (arguments))", name, d.pos)
+	case d.pos.file == t.pos.file && d.pos.line > t.pos.line:
+		return fmt.Sprintf(" (%s is a macro defined later, at %s: #define it before its use)", name, d.pos)
+	}
+	return fmt.Sprintf(" (%s is a macro, defined at %s, that is not in effect here: #undef?)", name, d.pos)
+}
+
+// reserve emits zero words where an instruction was rejected: as many as
+// its shortest row has (one for an unknown mnemonic). The object is never
+// written, since there was an error; only the offsets matter.
+func (a *assembler) reserve(rows []*isa.Inst) {
+	words := 1
+	for i, r := range rows {
+		if i == 0 || r.Words < words {
+			words = r.Words
+		}
+	}
+	a.reserveBytes(4 * int64(words))
+}
+
+func (a *assembler) reserveBytes(n int64) {
+	sec := a.section()
+	if sec.nobits || sec.offset()%4 != 0 {
+		return
+	}
+	a.emit(srcPos{}, make([]byte, n))
 }
 
 // place reserves the instruction's words and encodes it now or at the end.
@@ -472,6 +519,12 @@ func (a *assembler) encode(sec *section, off int64, r *isa.Inst, pi *pending, co
 func (a *assembler) closeBundle() {
 	b := a.bundle
 	a.bundle = nil
+	placed := false
+	defer func() {
+		if !placed {
+			a.reserveBytes(8) // as reserve does for a rejected instruction
+		}
+	}()
 	if b.failed {
 		return
 	}
@@ -498,6 +551,7 @@ func (a *assembler) closeBundle() {
 		a.errorf(b.pos, "bundle at %s+0x%x is not 8-byte aligned", sec.name, off)
 	}
 	sec.hasBundle = true
+	placed = true
 	a.place(x, true)
 	a.place(y, false)
 }

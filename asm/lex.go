@@ -102,8 +102,7 @@ func lexFile(file string, src []byte) (lines []line, unterminated *srcPos) {
 			}
 			lx.i++
 			lx.newline()
-			space = true
-			continue
+			continue // spliced: no white space, as in C
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
 			lx.i++
 			space = true
@@ -227,6 +226,11 @@ func (lx *lexer) ident() {
 		switch {
 		case isIdentChar(c):
 			lx.i++
+		case c == '\\' && lx.i+1 < len(lx.src) && lx.src[lx.i+1] == '\n':
+			// A backslash-newline inside a name splices it (C translation
+			// phase 2): `abc\<newline>def` is the one name abcdef.
+			lx.i++
+			lx.newline()
 		case lx.escapeAt(lx.i):
 			if lx.src[lx.i+1] == '(' {
 				lx.i += 3
