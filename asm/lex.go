@@ -201,6 +201,9 @@ func lexFile(file string, src []byte) (lines []line, unterminated *srcPos) {
 		}
 		if t.text == "" {
 			t.text = string(src[start:lx.i])
+			if t.kind == tIdent && strings.Contains(t.text, "\\\n") {
+				t.text = strings.ReplaceAll(t.text, "\\\n", "") // a spliced name (ident)
+			}
 		}
 		lx.cur.toks = append(lx.cur.toks, t)
 	}
