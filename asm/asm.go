@@ -61,6 +61,12 @@ func Assemble(filename string, src []byte, opts Options) (obj *elf.Object, err e
 	if !errs.full() && !pp.failed {
 		a.run(splitStatements(pp.out), 0)
 		a.finishInput()
+		if pp.truncated != nil && len(errs.list) == 0 {
+			// The preprocessor stopped early (lines holding only ';' made
+			// fewer statements than lines): still an error, never a
+			// silently shortened program.
+			errs.add(*pp.truncated, "more than %d statements after expansion; giving up", maxStatements)
+		}
 	}
 	if len(errs.list) == 0 {
 		a.finish()

@@ -48,6 +48,7 @@ type cpp struct {
 	// that the assembler can say an unknown $NAME is a macro defined later
 	// or a function-like macro used without arguments.
 	everDefined map[string]cdef
+	truncated   *srcPos // output stopped at the statement limit, here
 }
 
 // cdef is what the assembler learns about a C macro for its messages.
@@ -93,29 +94,56 @@ func (p *cpp) file(name string, src []byte) {
 	}
 	p.stack = append(p.stack, name)
 	defer func() { p.stack = p.stack[:len(p.stack)-1] }()
-	lines, unterminated := lexFile(name, src)
 	var conds []condFrame
-	on := func() bool { return len(conds) == 0 || conds[len(conds)-1].active }
-	for _, l := range lines {
-		if p.errs.full() || p.failed || len(p.out) > maxPreprocessLine {
-			return
+	stopped := false
+	unterminated := lexLines(name, src, func(l line) bool {
+		// More output lines than the assembler takes statements cannot
+		// assemble: stop here and let it report its statement limit,
+		// rather than hold the rest of a huge file as tokens.
+		if p.errs.full() || p.failed || len(p.out) > maxPreprocessLine || len(p.out) > maxStatements {
+			if !p.failed && !p.errs.full() && p.truncated == nil {
+				pos := l.pos
+				p.truncated = &pos
+			}
+			stopped = true
+			return false
 		}
+		p.line(l, &conds)
+		return true
+	})
+	if stopped {
+		return
+	}
+	for _, f := range conds {
+		p.errs.add(f.directive, "#if without #endif")
+	}
+	if unterminated != nil {
+		p.errs.add(*unterminated, "unterminated /* comment")
+	}
+}
+
+// line handles one logical line of a file.
+func (p *cpp) line(l line, condsp *[]condFrame) {
+	conds := *condsp
+	defer func() { *condsp = conds }()
+	on := func() bool { return len(conds) == 0 || conds[len(conds)-1].active }
+	{
 		ts := l.toks
 		if len(ts) > 0 && ts[0].punct("##") {
-			continue // a comment line: ## text
+			return // a comment line: ## text
 		}
 		if len(ts) == 0 || !ts[0].punct("#") {
-			if on() {
+			if on() && len(ts) > 0 {
 				p.out = append(p.out, line{toks: p.expand(ts), pos: l.pos})
 			}
-			continue
+			return
 		}
 		if len(ts) == 1 {
-			continue // the null directive
+			return // the null directive
 		}
 		d := ts[1]
 		if d.kind != tIdent || d.space && !cppDirectives[d.text] {
-			continue // a comment line (see default below)
+			return // a comment line (see default below)
 		}
 		args := ts[2:]
 		switch d.text {
@@ -126,11 +154,11 @@ func (p *cpp) file(name string, src []byte) {
 				f.taken = f.active
 			}
 			conds = append(conds, f)
-			continue
+			return
 		case "elif", "else", "endif":
 			if len(conds) == 0 {
 				p.errs.add(d.pos, "#%s without #if", d.text)
-				continue
+				return
 			}
 			f := &conds[len(conds)-1]
 			switch d.text {
@@ -153,10 +181,10 @@ func (p *cpp) file(name string, src []byte) {
 					f.taken = f.active
 				}
 			}
-			continue
+			return
 		}
 		if !on() {
-			continue
+			return
 		}
 		switch d.text {
 		case "define":
@@ -164,7 +192,7 @@ func (p *cpp) file(name string, src []byte) {
 		case "undef":
 			if len(args) == 0 || args[0].kind != tIdent {
 				p.errs.add(d.pos, "#undef: expected a macro name")
-				continue
+				return
 			}
 			delete(p.macros, args[0].text)
 		case "include":
@@ -179,12 +207,6 @@ func (p *cpp) file(name string, src []byte) {
 			// start a directive is passed to the assembler, whose comment
 			// character it is (# text, ## text).
 		}
-	}
-	for _, f := range conds {
-		p.errs.add(f.directive, "#if without #endif")
-	}
-	if unterminated != nil {
-		p.errs.add(*unterminated, "unterminated /* comment")
 	}
 }
 

@@ -111,3 +111,44 @@ func FuzzAssemble(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPreprocess runs the C preprocessor alone: it must end, bounded, on
+// any input, and every error must have a position.
+func FuzzPreprocess(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Add("#define IN m1\n#define S(x) .text.x\n.section S(a).IN\n$IN $S ## #\n# c\n#define P(a,b) a##_##b##_\\\n1\nP(1,2)")
+	f.Fuzz(func(t *testing.T, src string) {
+		errs := &errSink{file: "f.S"}
+		p := newCPP(Options{ReadFile: memFS(map[string]string{"a.h": "#include \"a.h\"\n"})}, errs)
+		p.file("f.S", []byte(src))
+		for _, e := range errs.list {
+			if e.Line < 1 || e.Col < 1 || e.File == "" {
+				t.Fatalf("bad position in %v", e)
+			}
+		}
+	})
+}
+
+// FuzzMacro puts the input inside a gas macro and calls it with gas-style
+// arguments, so that the fuzzer explores substitution and argument splitting.
+func FuzzMacro(f *testing.F) {
+	f.Add("setzi \\a, \\b", "$m1 2")
+	f.Add(".irp r, \\b\nsetzi $m\\r, \\@\n.endr", "x 1, 2 (3 + 4) \"\"")
+	f.Add("\\a\\()_x: M \\b", "l, y")
+	f.Fuzz(func(t *testing.T, body, args string) {
+		src := ".macro M a b=1 c:vararg\n" + body + "\n.endm\nM " + args + "\n"
+		obj, err := Assemble("f.S", []byte(src), Options{})
+		if (obj == nil) == (err == nil) {
+			t.Fatalf("object %v and error %v", obj != nil, err)
+		}
+		if err != nil {
+			for _, e := range err.(ErrorList) {
+				if e.Line < 1 || e.Col < 1 || e.File == "" {
+					t.Fatalf("bad position in %v", e)
+				}
+			}
+		}
+	})
+}

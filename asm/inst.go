@@ -389,7 +389,7 @@ func (a *assembler) instruction(mn token, args []token) {
 		// them as misaligned).
 		defer func() {
 			if !accepted {
-				a.reserve(rows)
+				a.reserve(rows, mn.pos)
 			}
 		}()
 	}
@@ -445,22 +445,22 @@ func (a *assembler) macroHint(t token) string {
 // reserve emits zero words where an instruction was rejected: as many as
 // its shortest row has (one for an unknown mnemonic). The object is never
 // written, since there was an error; only the offsets matter.
-func (a *assembler) reserve(rows []*isa.Inst) {
+func (a *assembler) reserve(rows []*isa.Inst, p srcPos) {
 	words := 1
 	for i, r := range rows {
 		if i == 0 || r.Words < words {
 			words = r.Words
 		}
 	}
-	a.reserveBytes(4 * int64(words))
+	a.reserveBytes(4*int64(words), p)
 }
 
-func (a *assembler) reserveBytes(n int64) {
+func (a *assembler) reserveBytes(n int64, p srcPos) {
 	sec := a.section()
 	if sec.nobits || sec.offset()%4 != 0 {
 		return
 	}
-	a.emit(srcPos{}, make([]byte, n))
+	a.emit(p, make([]byte, n))
 }
 
 // place reserves the instruction's words and encodes it now or at the end.
@@ -522,7 +522,7 @@ func (a *assembler) closeBundle() {
 	placed := false
 	defer func() {
 		if !placed {
-			a.reserveBytes(8) // as reserve does for a rejected instruction
+			a.reserveBytes(8, b.pos) // as reserve does for a rejected instruction
 		}
 	}()
 	if b.failed {

@@ -66,6 +66,8 @@ type lexer struct {
 	lineBeg int
 	lines   []line
 	cur     line
+	emit    func(line) bool // when set, receives each line instead of lines
+	stop    bool            // emit asked to stop
 }
 
 func (lx *lexer) pos() srcPos { return srcPos{lx.file, lx.line, lx.i - lx.lineBeg + 1} }
@@ -77,7 +79,13 @@ func (lx *lexer) newline() {
 }
 
 func (lx *lexer) endLine() {
-	lx.lines = append(lx.lines, lx.cur)
+	if lx.emit != nil {
+		if !lx.stop && !lx.emit(lx.cur) {
+			lx.stop = true
+		}
+	} else {
+		lx.lines = append(lx.lines, lx.cur)
+	}
 	lx.cur = line{pos: srcPos{lx.file, lx.line, 1}}
 }
 
@@ -85,9 +93,23 @@ func (lx *lexer) endLine() {
 // comment (its start), which is a hard error.
 func lexFile(file string, src []byte) (lines []line, unterminated *srcPos) {
 	lx := &lexer{file: file, src: src, line: 1}
+	u := lx.run()
+	return lx.lines, u
+}
+
+// lexLines is lexFile handing each line to emit as soon as it is complete,
+// so that a huge file is never held as tokens all at once; emit returns
+// false to stop.
+func lexLines(file string, src []byte, emit func(line) bool) (unterminated *srcPos) {
+	lx := &lexer{file: file, src: src, line: 1, emit: emit}
+	return lx.run()
+}
+
+func (lx *lexer) run() (unterminated *srcPos) {
+	src, file := lx.src, lx.file
 	lx.cur.pos = srcPos{file, 1, 1}
 	space := false
-	for lx.i < len(src) {
+	for lx.i < len(src) && !lx.stop {
 		c := src[lx.i]
 		switch {
 		case c == '\n':
@@ -131,7 +153,7 @@ func lexFile(file string, src []byte) (lines []line, unterminated *srcPos) {
 			if !closed {
 				p := start
 				lx.endLine()
-				return lx.lines, &p
+				return &p
 			}
 			space = true
 			continue
@@ -210,7 +232,7 @@ func lexFile(file string, src []byte) (lines []line, unterminated *srcPos) {
 	if len(lx.cur.toks) > 0 {
 		lx.endLine()
 	}
-	return lx.lines, nil
+	return nil
 }
 
 // escapeAt reports a GAS macro escape at i: \name, \@ or \().
