@@ -385,9 +385,41 @@ func (p *cpp) include(d token, args []token) {
 // carries the set of macros it came from, which are not expanded again).
 func (p *cpp) expand(in []token) []token {
 	ts, glue := p.splitNames(in)
+	n := p.expansions
 	ts = p.expandTokens(ts)
 	if glue {
 		ts = p.glue(ts)
+	}
+	if p.expansions != n {
+		ts = joinAdjacentNames(ts)
+	}
+	return ts
+}
+
+// joinAdjacentNames merges names and numbers that an expansion left side
+// by side with no white space between: clang's output is text, which the
+// assembler lexes again, so `F(x).kernel` is the one symbol F's expansion
+// spells followed by .kernel.
+func joinAdjacentNames(ts []token) []token {
+	word := func(t token) bool { return t.kind == tIdent || t.kind == tNum }
+	for i := 1; i < len(ts); i++ {
+		if !word(ts[i-1]) || !word(ts[i]) || ts[i].space {
+			continue
+		}
+		out := append([]token(nil), ts[:i-1]...)
+		for j := i - 1; j < len(ts); j++ {
+			if len(out) > 0 && j > i-1 && word(out[len(out)-1]) && word(ts[j]) && !ts[j].space {
+				last := out[len(out)-1]
+				re := relex(last.text+ts[j].text, last.pos)
+				if len(re) == 1 {
+					re[0].space, re[0].hide = last.space, last.hide
+					out[len(out)-1] = re[0]
+					continue
+				}
+			}
+			out = append(out, ts[j])
+		}
+		return out
 	}
 	return ts
 }

@@ -11,14 +11,19 @@
 //
 // # Preprocessor
 //
-// A C preprocessor pass runs first: #define (object- and function-like, with
-// # stringizing, ## pasting and __VA_ARGS__), #undef, #if/#ifdef/#ifndef/
-// #elif/#else/#endif with integer expressions and defined(X),
-// #include "file" (relative to the including file, then Options.IncludeDirs;
-// <file> searches the same list), #error, and Options.Defines as -D. Lines
-// end with backslash-newline continuation. __IPU__, __IPU_ARCH_VERSION__ (21)
-// and __ASSEMBLER__ are predefined. Function-like macro calls must fit on one
-// logical line.
+// A C preprocessor pass runs first, as clang's -x assembler-with-cpp:
+// #define (object- and function-like, with # stringizing, ## pasting
+// (left to right) and __VA_ARGS__), #undef, #if/#ifdef/#ifndef/#elif/#else/
+// #endif with integer expressions and defined(X), #include "file" (relative
+// to the including file, then Options.IncludeDirs; <file> searches the same
+// list), #error, and Options.Defines as -D. Backslash-newline splices lines
+// (also inside a name). __IPU__ (1), __IPU_ARCH_VERSION__ (21) and
+// __ASSEMBLER__ (1) are predefined; __LINE__ and __FILE__ expand. A line
+// whose # starts no directive (# text, ## text, #word) is a comment, as is
+// the rest of a line after #. Macros expand inside $NAME ($ is not part of
+// a name in this mode: #define IN_PTR m1 makes $IN_PTR $m1) and inside
+// dotted names split at '.' (.text.SYM, .data.F(x)). Function-like macro
+// calls must fit on one logical line.
 //
 // # Statements
 //
@@ -54,7 +59,12 @@
 //	.if .ifdef .ifndef .ifeq .ifne .iflt .ifle .ifgt .ifge .ifb .ifnb .ifc .ifnc
 //	.elseif .else .endif                            .rept n / .irp p, a, b / .irpc p, abc ... .endr
 //	.macro name [p[:req|:vararg][=default]], ...  ... .endm   .exitm  .purgem name
-//	.supervisor .worker                             .error "msg"   .allow_optimizations .file .ident
+//	.supervisor .worker                             .error "msg"   .extern sym, ...
+//	.hidden .internal .protected sym                .dc.b .dc.w .dc .dc.l .dc.a .dc.q  expr, ...
+//	.uleb128 .sleb128 expr, ...                     .fill repeat[, size[, value]]
+//	.allow_optimizations .allow_invalid_repeat .allow_invalid_operands .allow_invalid_execution_mode
+//	.warn_on_invalid_bundles and their .error_on_ forms (LLVM Colossus switches: accepted, no effect)
+//	.file .ident .loc .cfi_* .addrsig (debug and unwind information: accepted, dropped)
 //
 // Sections named .text* default to "ax", .data* to "aw", .bss* to "aw"
 // @nobits, others to "a". A section's alignment is the largest one
@@ -64,7 +74,10 @@
 // Macro bodies refer to parameters as \name, also inside names and strings
 // (.Lloop_\name, .text.\name); \() separates a parameter from following
 // text; \@ is the number of macro expansions before this one, for unique
-// labels. Arguments are separated by commas and may be named (p=value);
+// labels. Parameters and arguments are separated by commas or, as in GNU
+// as, white space (`.macro M a b=4`, `M x 8 nop`); parentheses group, and
+// white space next to a binary operator does not split (`M x + 4` is one
+// argument); "" is an empty argument. Arguments may be named (p=value);
 // missing ones take their default, :req ones must be given, and a :vararg
 // parameter takes the rest of the line, commas included. Expansion depth is
 // limited to 100 and the total work of expansion is bounded, so recursive

@@ -23,6 +23,7 @@ func TestFrontEnd(t *testing.T) {
 		{"paste left to right", "#define E(a, b, c) x_ ## a ## _ ## b ## _ ## c\n.set E(1, 2, 3), 5\nsetzi $m1, x_1_2_3", "setzi $m1, 5"},
 		{"paste with gas escape", "#define S(p) sym_ ## p ## _2\n.macro M P\n.set S(\\P\\()), 7\n.endm\nM q\nsetzi $m1, sym_q_2", "setzi $m1, 7"},
 		{"splice inside a name", ".set abc\\\ndef, 4\nsetzi $m1, abcdef", "setzi $m1, 4"},
+		{"expansion joins the next name", "#define V(x) sym_##x\n.set V(a).kernel, 3\nsetzi $m1, sym_a.kernel", "setzi $m1, 3"},
 		{"__LINE__", "nop\nsetzi $m1, __LINE__", "nop\nsetzi $m1, 2"},
 		{"__FILE__", ".data\n.ascii __FILE__", ".data\n.ascii \"t.S\""},
 		{"predefined", "#if defined(__IPU__) && __IPU_ARCH_VERSION__ == 21 && defined(__ASSEMBLER__)\nnop\n#endif", "nop"},
