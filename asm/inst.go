@@ -115,6 +115,14 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 			ops = append(ops, op)
 			continue
 		}
+		if v, ok, bad := halfLiteral(part); bad != "" {
+			a.errorf(part[0].pos, "%s: operand %d: %s", mn.text, i+1, bad)
+			return nil, false
+		} else if ok {
+			op.v, op.known = constVal(v), true
+			ops = append(ops, op)
+			continue
+		}
 		e, err := parseExpr(part, a, false, endPos(mn, part))
 		if err != nil {
 			a.exprErr(err, part[0].pos)
@@ -174,7 +182,7 @@ func accepts(r *isa.Inst, ops []*operand, ctx isa.Context) (bad int, why string)
 				}
 				continue
 			}
-			if o.Check(op.v.off) != nil {
+			if o.Check(o.TextValue(op.v.off)) != nil {
 				return i, "value"
 			}
 		}
@@ -230,11 +238,11 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 	o := &r.Operands[bestBad]
 	if why == "value" && !op.reg && op.csr == "" {
 		// Immediates: name the union of the ranges the rows accept.
-		lo, hi := o.Range()
+		lo, hi := o.TextRange()
 		aligned := true
 		for _, c := range var0 {
 			if _, w := accepts(c, ops, ctx); w == "value" {
-				l, h := c.Operands[bestBad].Range()
+				l, h := c.Operands[bestBad].TextRange()
 				lo, hi = min(lo, l), max(hi, h)
 				if c.Operands[bestBad].Shift != 0 {
 					aligned = false
@@ -268,7 +276,7 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 	}
 	v := op.num
 	if !op.reg {
-		v = op.v.off
+		v = o.TextValue(op.v.off)
 	}
 	if op.csr != "" {
 		v, _ = o.CSRNumber(ctx, op.csr)
@@ -370,6 +378,9 @@ type fixup struct {
 }
 
 func (a *assembler) instruction(mn token, args []token) {
+	if a.alias(mn, args) {
+		return
+	}
 	inBundle := a.bundle != nil
 	accepted := false
 	if inBundle {
@@ -451,7 +462,7 @@ func (a *assembler) encode(sec *section, off int64, r *isa.Inst, pi *pending, co
 		case op.csr != "":
 			vals[i], _ = r.Operands[i].CSRNumber(pi.ctx, op.csr)
 		case op.v.isConst():
-			vals[i] = op.v.off
+			vals[i] = r.Operands[i].TextValue(op.v.off)
 		default:
 			// Symbolic: the field stays 0 and the linker patches it.
 			o := &r.Operands[i]
@@ -492,10 +503,17 @@ func (a *assembler) closeBundle() {
 		x, y = y, x
 	}
 	sec := a.section()
-	if off := sec.offset(); off%8 != 0 {
-		// Still emit the bundle so that later locations (and their
-		// messages) stay right.
-		a.errorf(b.pos, "bundle at %s+0x%x is not 8-byte aligned", sec.name, off)
+	if off := sec.offset(); off%8 == 4 && !sec.nobits {
+		// A bundle at 4 mod 8 is preceded by one nop, the padding word of
+		// the LLVM Colossus assembler backend (0x19e00000), as popc does
+		// ("Nops are automatically inserted to align instruction bundles",
+		// graphcore/ipu_assembly_support). Labels defined before the
+		// bundle keep their address: the nop's (docs/isa.md, "Bundle
+		// alignment").
+		var pad [4]byte
+		binary.LittleEndian.PutUint32(pad[:], isa.ByID("nop").Match)
+		sec.hasCode = true
+		a.emit(b.pos, pad[:])
 	}
 	sec.hasBundle = true
 	a.place(x, true)

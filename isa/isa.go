@@ -142,6 +142,11 @@ type Operand struct {
 	Reloc Reloc
 	// Hex asks the disassembler to print the immediate in hexadecimal.
 	Hex bool
+	// RawText: the assembly text of the operand is the stored field (as the
+	// LLVM Colossus tools spell it: llvm-objdump prints 0x40a00028 as
+	// `delay 40`), while Values and Encode keep the meaning (events, byte
+	// address) that Offset and Shift give. TextValue and ValueText convert.
+	RawText bool
 	// CSR is the register space a KindCSR operand names (see csr.go): get
 	// and put address the lower space of the executing context, uget and
 	// uput the worker's upper space.
@@ -155,6 +160,29 @@ func (o *Operand) Width() int {
 		w += int(f.Width)
 	}
 	return w
+}
+
+// TextValue is the value that assembly text t denotes (t itself unless the
+// operand is RawText, whose text is the stored field).
+func (o *Operand) TextValue(t int64) int64 {
+	if !o.RawText {
+		return t
+	}
+	return t<<o.Shift + o.Offset
+}
+
+// ValueText is the assembly text of value v (the inverse of TextValue).
+func (o *Operand) ValueText(v int64) int64 {
+	if !o.RawText {
+		return v
+	}
+	return (v - o.Offset) >> o.Shift
+}
+
+// TextRange is the inclusive range of the operand's assembly text.
+func (o *Operand) TextRange() (lo, hi int64) {
+	lo, hi = o.Range()
+	return o.ValueText(lo), o.ValueText(hi)
 }
 
 // Range is the inclusive range of values the operand accepts (before
@@ -177,6 +205,12 @@ const (
 	SrcLLVM     Source = "llvm-colossus"      // Sanae6/llvm-project-fork generated TableGen
 	SrcExchange Source = "ipu-stack-exchange" // ipu-stack EXCHANGE_INSTRUCTION_REFERENCE / oracle words
 	SrcOurs     Source = "ipustack"           // defined by ipustack; see docs/isa.md
+	// SrcListing: a public disassembly listing gives the word (the IPU1
+	// tile bootloader disassembly in Saghetti0/graphcore-ipu-research, the
+	// LLVM Colossus MC tests), and nothing of the IPU21 record contradicts
+	// it; fields the listing does not vary are placed as in the public row
+	// formats of the same group (docs/isa.md).
+	SrcListing Source = "public-listing"
 )
 
 // Inst is one row of the instruction table.
@@ -256,7 +290,7 @@ func (in *Inst) Encode(vals []int64, coissue bool) ([]uint32, error) {
 		}
 		op.put(words, vals[i])
 	}
-	if got := Lookup(words[0]); got != in {
+	if got := Lookup(words[0]); got != in && (got == nil || got.Refines != in.ID()) {
 		name := "no instruction"
 		if got != nil {
 			name = got.ID()

@@ -77,6 +77,9 @@ func (o Operand) shifted(s uint8) Operand { o.Shift = s; return o }
 // count stores value-1: the operand is written as a count of events/words.
 func (o Operand) count() Operand { o.Offset = 1; return o }
 
+// raw makes the operand's text its stored field (Operand.RawText).
+func (o Operand) raw() Operand { o.RawText = true; return o }
+
 // split spreads the operand over fields, most significant first.
 func (o Operand) split(fs ...Field) Operand { o.Fields = fs; return o }
 
@@ -245,6 +248,8 @@ func rows() []Inst {
 			"dst = mem32[base + delta + 4*off]"),
 		mainAny("st32", "", 0x4F000000, ops(M("src", 16), M("base", 20), M("delta", 12), U("off", 0, 12)),
 			"mem32[base + delta + 4*off] = src"),
+		mainAny("stm32", "", 0x4C000000, ops(M("src", 16), M("base", 20), M("off", 12)),
+			"mem32[base + 4*off] = src (st32 without a delta register)"),
 		mainAny("ld32step", "", 0x47000100, ops(M("dst", 4), M("base", 20), MInc("ptr", 12), M("step", 16)),
 			"dst = mem32[base + ptr]; ptr += 4*step"),
 		mainAny("ld32step", "si", 0x1C000100, ops(M("dst", 16), M("base", 20), MInc("ptr", 12), S("step", 0, 8)),
@@ -254,7 +259,7 @@ func rows() []Inst {
 
 		// ---- Control, public ----
 		control(mainAny("br", "", 0x43000000, ops(M("target", 20)), "jump to the address in target")),
-		control(mainAny("bri", "", 0x00800000, ops(Rel("target", 0, 19, 2, Reloc19S2)), "jump to target (absolute, word aligned)")),
+		control(mainAny("bri", "", 0x40800000, ops(Rel("target", 0, 19, 2, Reloc19S2)), "jump to target (absolute, word aligned)")),
 		control(mainAny("brz", "", 0x13000000, ops(M("cond", 20), Rel("target", 0, 19, 2, Reloc19S2)), "jump to target if cond == 0")),
 		control(mainAny("brnz", "", 0x11000000, ops(M("cond", 20), Rel("target", 0, 19, 2, Reloc19S2)), "jump to target if cond != 0")),
 		control(mainAny("brneg", "", 0x10000000, ops(M("cond", 20), Rel("target", 0, 19, 2, Reloc19S2)), "jump to target if cond < 0 (signed)")),
@@ -283,19 +288,19 @@ func rows() []Inst {
 			"wait at the barrier of sync zone (0 RECV, 1 ANS, 2 LOCAL, 3 INTERNAL, ...)")),
 
 		// ---- Exchange (supervisor, not co-issued), ipu-stack reference ----
-		exch("delay", 0x40A00000, 1, ops(U("events", 0, 19).count()), "wait events cycles, advancing the exchange timeline by events (field = events-1)"),
+		exch("delay", 0x40A00000, 1, ops(U("events", 0, 19).count().raw()), "wait events cycles, advancing the exchange timeline by events; the text is the field, events-1, as LLVM spells it (`delay 40` waits 41)"),
 		exch("sans", 0x40C00000, 1, ops(U("n", 0, 19)), "ANS (answer) sync-zone signal with selector n; ipu-stack emits sans 0 on tiles idle in an exchange phase"),
-		exch("delaypic", 0x60000000, 1, ops(U("events", 19, 7).count(), U("sel", 18, 1), U("value", 0, 18).hex()),
+		exch("delaypic", 0x60000000, 1, ops(U("events", 19, 7).count().raw(), U("sel", 18, 1), U("value", 0, 18).hex()),
 			"after events exchange events, apply PIC (incoming write pointer) control sel with value"),
-		exch("delayxpic", 0x64000000, 1, ops(U("events", 14, 12).count(), U("sel", 13, 1), U("value", 0, 13).hex()),
+		exch("delayxpic", 0x64000000, 1, ops(U("events", 14, 12).count().raw(), U("sel", 13, 1), U("value", 0, 13).hex()),
 			"after events exchange events, apply XPIC (incoming mux) control sel with value (0x640 = neutral)"),
-		exch("send", 0x78000000, 1, ops(U("words", 21, 6).count(), U("addr", 3, 18).shifted(2).hex(), U("sctl", 0, 3)),
-			"send words items from addr; sctl bits 0..1 directions, bit 2 64-bit items. The field is addr/4: for 32-bit items addr is the byte address; for 64-bit items the hardware counts 8-byte items, so write half the byte address"),
-		exch("sendoff", 0x70000000, 1, ops(U("words", 0, 12).split(f(14, 6), f(21, 6)).count(), U("delta", 3, 11).shifted(2).hex(), U("sctl", 0, 3)),
+		exch("send", 0x78000000, 1, ops(U("words", 21, 6).count().raw(), U("addr", 3, 18).shifted(2).hex().raw(), U("sctl", 0, 3)),
+			"send words items from addr; sctl bits 0..1 directions, bit 2 64-bit items. The text is the fields, as LLVM spells them: words-1, then addr/4 (the item index from $OUTGOING_BASE: 4-byte items, or 8-byte items for 64-bit sends)"),
+		exch("sendoff", 0x70000000, 1, ops(U("words", 0, 12).split(f(14, 6), f(21, 6)).count().raw(), U("delta", 3, 11).shifted(2).hex().raw(), U("sctl", 0, 3)),
 			"continue the outgoing stream: skip delta (bytes for 32-bit items, half the bytes for 64-bit items), send words items; the count is split (low 6 bits at 26..21, high 6 at 19..14)"),
-		exch("sendpic", 0x70100000, 1, ops(U("words", 21, 6).count(), U("sel", 18, 2), U("value", 0, 18).hex()),
+		exch("sendpic", 0x70100000, 1, ops(U("words", 21, 6).count().raw(), U("sel", 18, 2), U("value", 0, 18).hex()),
 			"continue the outgoing stream for words items and apply one incoming control at the first event (sel 0,1 XPIC; 2,3 PIC)"),
-		exch("sendpicp", 0xF0000000, 2, ops(U("words", 21, 6).count(), U("addr", 3, 18).shifted(2).hex(), U("sctl", 0, 3), U("picsel", 27, 1),
+		exch("sendpicp", 0xF0000000, 2, ops(U("words", 21, 6).count().raw(), U("addr", 3, 18).shifted(2).hex().raw(), U("sctl", 0, 3), U("picsel", 27, 1),
 			U("xpic", 18, 14).word1().hex(), U("pic", 0, 18).word1().hex()),
 			"send words items from byte address addr and apply both incoming controls (XPIC = xpic, PIC sel picsel = pic) at the first event; two words, 8-byte aligned"),
 
@@ -323,7 +328,8 @@ func rows() []Inst {
 			"repeat the body (the next last+1 bundles, 8 bytes each) count times; count 0 skips it"+sd)),
 		control(wmain("rpt", "i", 0x57100000, ops(U("count", 8, 12), U("last", 0, 8)),
 			"as rpt with an immediate count")),
-		control(wmain("exitz", "", 0x57200000, ops(M("cond", 16)), "the worker exits (its slot returns to the supervisor) with Boolean status cond == 0")),
+		control(Inst{Mnemonic: "exitz", Match: 0x43004000, Operands: ops(M("cond", 20)), Pipe: Main, Ctx: Worker, CoIssue: true, Source: SrcListing,
+			Doc: "the worker exits (its slot returns to the supervisor) with Boolean status cond == 0; word from the IPU1 bootloader listing (exitz $m15 = 0x43f04000)"}),
 		control(wmain("exitnz", "", 0x57300000, ops(M("cond", 16)), "the worker exits with Boolean status cond != 0")),
 
 		// ---- Worker aux pipe (floating point), ipustack encodings (block 0x58..0x5F) ----
