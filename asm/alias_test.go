@@ -4,6 +4,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/isa"
 )
 
 // assembleWords assembles src (worker code unless it says otherwise) and
@@ -52,6 +55,7 @@ func TestAliases(t *testing.T) {
 		{"ldconst half", ".worker\nldconst $m1, -2.0h\nldconst $a1, 1.0h", ".worker\nsetzi $m1, 49152\nsetzi $a1, 15360"},
 		{"stm32", "stm32 $m8, $m11, $m9", ".long 0x4cb89000"},
 		{"setzi $m14, 0 is nop", "setzi $m14, 0", "nop"},
+		{"setzi $a13, 0 is fnop", ".worker\nsetzi $a13, 0", ".worker\nfnop"},
 	} {
 		sameWords(t, c.name, c.src, c.plain)
 	}
@@ -105,4 +109,17 @@ func TestBundlePadding(t *testing.T) {
 // The exchange rows take their operands as LLVM spells them: the fields.
 func TestExchangeTextIsFields(t *testing.T) {
 	sameWords(t, "delay/send", ".supervisor\ndelay 40\nsend 1, 6, 3\nbri 0x400fc", ".supervisor\n.long 0x40a00028, 0x78200033, 0x4081003f")
+}
+
+// run's vertex operand written as a symbol is a relocation even when the
+// symbol is an assembly-time constant (the linker knows the image base).
+func TestRunSymbolIsRelocation(t *testing.T) {
+	obj := mustAssemble(t, ".supervisor\nrun $m0, $m1, vertex\n.set vertex, 262144\n", Options{})
+	sec := findSection(obj, ".text")
+	if len(sec.Relocs) != 1 || sec.Relocs[0].Type != isa.RelocRun || sec.Relocs[0].Symbol != "vertex" {
+		t.Fatalf("relocations %+v, want one R_COLOSSUS_RUN against vertex", sec.Relocs)
+	}
+	if s := findSymbol(obj, "vertex"); s == nil || s.Section != elf.Absolute || s.Value != 262144 {
+		t.Errorf("symbol vertex = %+v, want absolute 262144", s)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/isa"
 )
 
@@ -17,6 +18,7 @@ type operand struct {
 	kind  isa.Kind // for registers
 	num   int64    // first register number
 	csr   string   // the name of a control register written as $NAME
+	sym   string   // the symbol an immediate names when it is one symbol alone
 	e     expr     // immediates and CSR numbers
 	v     value
 	known bool
@@ -128,6 +130,9 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 			a.exprErr(err, part[0].pos)
 			return nil, false
 		}
+		if es, ok := e.(eSym); ok {
+			op.sym = es.name
+		}
 		v, err := a.eval(e, false)
 		var d *deferError
 		switch {
@@ -175,6 +180,9 @@ func accepts(r *isa.Inst, ops []*operand, ctx isa.Context) (bad int, why string)
 			}
 			if !op.known {
 				continue
+			}
+			if op.v.isConst() && op.sym != "" && o.Reloc == isa.RelocRun {
+				continue // a relocation even when the symbol is absolute
 			}
 			if !op.v.isConst() {
 				if o.Reloc == isa.RelocNone {
@@ -461,6 +469,16 @@ func (a *assembler) encode(sec *section, off int64, r *isa.Inst, pi *pending, co
 			vals[i] = op.num
 		case op.csr != "":
 			vals[i], _ = r.Operands[i].CSRNumber(pi.ctx, op.csr)
+		case op.v.isConst() && op.sym != "" && r.Operands[i].Reloc == isa.RelocRun:
+			// run's vertex is relative to the image base, which only the
+			// linker knows: like the LLVM Colossus backend, always leave it
+			// to R_COLOSSUS_RUN (run-fixup.s), naming the symbol.
+			o := &r.Operands[i]
+			vals[i] = o.Offset
+			if s := a.syms[op.sym]; s != nil {
+				s.relocated = true
+			}
+			sec.relocs = append(sec.relocs, elf.Reloc{Offset: uint32(off + 4*int64(o.Fields[0].Word)), Type: o.Reloc, Symbol: op.sym, Addend: 0})
 		case op.v.isConst():
 			vals[i] = r.Operands[i].TextValue(op.v.off)
 		default:

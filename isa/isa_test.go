@@ -106,7 +106,7 @@ func TestContexts(t *testing.T) {
 	if _, err := DecodeIn(Worker, []uint32{0x41800003}); err == nil {
 		t.Error("sync decoded in worker context")
 	}
-	if _, err := DecodeIn(Supervisor, []uint32{0x5E000000}); err == nil {
+	if _, err := DecodeIn(Supervisor, []uint32{0x5BD00000}); err == nil {
 		t.Error("fnop decoded in supervisor context")
 	}
 	if n, ok := ByMnemonic("uput")[0].Operands[0].CSRNumber(Worker, "FP_CLR"); !ok || n != 1 {

@@ -373,7 +373,8 @@ func rows() []Inst {
 		waux("and", "aiz", 0x5C001000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12).shifted(20).hex()), "dst = a & imm, imm = imm12 << 20 ($a registers)"),
 		waux("uput", "", 0x5D000000, ops(CSR("csr", 0, 8, CSRUpper), A("src", 16)), "the worker upper-space CSR = src"),
 		waux("uget", "", 0x5D100000, ops(A("dst", 16), CSR("csr", 0, 8, CSRUpper)), "dst = the worker upper-space CSR"),
-		waux("fnop", "", 0x5E000000, nil, "no operation (aux pipe)"),
+		{Mnemonic: "fnop", Match: 0x5BD00000, Refines: "setzi.a", Pipe: Aux, Ctx: Worker, CoIssue: true, Source: SrcOurs,
+			Doc: "no operation (aux pipe); the word of setzi $a13, 0, as the LLVM Colossus assembler reads fnop (assemble-inst-alias.s), with no effect"},
 		waux("urand64", "", 0x5E000001, ops(AP("dst", 20)), "dst pair = 64 bits from the worker's generator"+sd),
 	}
 }
