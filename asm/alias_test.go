@@ -123,3 +123,9 @@ func TestRunSymbolIsRelocation(t *testing.T) {
 		t.Errorf("symbol vertex = %+v, want absolute 262144", s)
 	}
 }
+
+// The register-stride forms of ld*step/st*step.
+func TestStepRegisterStride(t *testing.T) {
+	sameWords(t, "step reg", ".worker\nld64step $a0:1, $mzero, $m1+=, $m3\nst64step $a2:3, $m4, $m1+=, $m3\nld32step $a0, $mzero, $m1+=, $m2\nst32step $a7, $mzero, $m1+=, $m2\nld32step $m0, $mzero, $m1+=, $m2",
+		".worker\nld64step.r $a0:1, $mzero, $m1+=, $m3\nst64step.r $a2:3, $m4, $m1+=, $m3\nld32step.ar $a0, $mzero, $m1+=, $m2\nst32step.ar $a7, $mzero, $m1+=, $m2\nld32step $m0, $mzero, $m1+=, $m2")
+}

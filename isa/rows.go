@@ -185,6 +185,12 @@ func memStep(mn, variant string, sub uint32, data Operand, scale uint8, doc stri
 	return wmain(mn, variant, 0x55000000|sub<<8, ops(data, M("base", 20), MInc("ptr", 12), S("step", 0, 8)), doc)
 }
 
+// memStepReg: memStep with a register stride (signed, in access-size
+// units) at bits 7..4 instead of the immediate.
+func memStepReg(mn, variant string, sub uint32, data Operand, doc string) Inst {
+	return wmain(mn, variant, 0x55000000|sub<<8, ops(data, M("base", 20), MInc("ptr", 12), M("stride", 4)), doc)
+}
+
 // pace: the pace family (block 0x56, sub-opcode in bits 1..0): data
 // registers at 23..20 and 19..16, the packed address pair at 15..12, the
 // stride register at 11..8, the increment selectors from bit 2.
@@ -314,6 +320,14 @@ func rows() []Inst {
 		memStep("st64step", "", 1, AP("src", 16), 0, "mem64[base + ptr] = src; ptr += 8*step"),
 		memStep("ld32step", "a", 2, A("dst", 16), 0, "dst = mem32[base + ptr]; ptr += 4*step"),
 		memStep("st32step", "a", 3, A("src", 16), 0, "mem32[base + ptr] = src; ptr += 4*step"),
+		// The register-stride forms of the ISA hover text (ld64step,
+		// st64step, ld32step/st32step with $a data: `..., $mDelta0+=,
+		// $mStride0`), in the same block with sub-opcodes 10..13 in bits
+		// 11..8 and the stride register at 7..4.
+		memStepReg("ld64step", "r", 0xA, AP("dst", 16), "dst = mem64[base + ptr]; ptr += 8*stride"),
+		memStepReg("st64step", "r", 0xB, AP("src", 16), "mem64[base + ptr] = src; ptr += 8*stride"),
+		memStepReg("ld32step", "ar", 0xC, A("dst", 16), "dst = mem32[base + ptr]; ptr += 4*stride"),
+		memStepReg("st32step", "ar", 0xD, A("src", 16), "mem32[base + ptr] = src; ptr += 4*stride"),
 		pace("ld2x64pace", 0, ops(AP("dst0", 20), AP("dst1", 16), MPInc("addrs", 12), M("strides", 8), U("incs", 2, 4)),
 			"dst0 = mem64[load address 0], dst1 = mem64[load address 1]; advance both per incs"+sd),
 		pace("ld2xst64pace", 1, ops(AQ("dst", 20), AP("src", 16), MPInc("addrs", 12), M("strides", 8), U("incs", 2, 6)),
