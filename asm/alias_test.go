@@ -129,3 +129,12 @@ func TestStepRegisterStride(t *testing.T) {
 	sameWords(t, "step reg", ".worker\nld64step $a0:1, $mzero, $m1+=, $m3\nst64step $a2:3, $m4, $m1+=, $m3\nld32step $a0, $mzero, $m1+=, $m2\nst32step $a7, $mzero, $m1+=, $m2\nld32step $m0, $mzero, $m1+=, $m2",
 		".worker\nld64step.r $a0:1, $mzero, $m1+=, $m3\nst64step.r $a2:3, $m4, $m1+=, $m3\nld32step.ar $a0, $mzero, $m1+=, $m2\nst32step.ar $a7, $mzero, $m1+=, $m2\nld32step $m0, $mzero, $m1+=, $m2")
 }
+
+// $aN:B, :BL and :BU select the broadcast rows.
+func TestBroadcastOperands(t *testing.T) {
+	sameWords(t, "bcast", ".worker\nf32v2mul $a0:1, $a4:B, $a6:7\nf16v2add $a2, $a8:BL, $a9\nf16v4mul $a2:3, $a5:BU, $a6:7",
+		".worker\nf32v2mul.b $a0:1, $a4:B, $a6:7\nf16v2add.bl $a2, $a8:BL, $a9\nf16v4mul.bu $a2:3, $a5:BU, $a6:7")
+	if _, err := Assemble("t.S", []byte(".worker\nf32add $a0, $a1:B, $a2\n"), Options{}); err == nil || !strings.Contains(err.Error(), "t.S:2:13: f32add: operand 2: expected an $a register, found $a1:B") {
+		t.Errorf("broadcast where none is taken: %v", err)
+	}
+}

@@ -45,6 +45,31 @@ func regKind(file string, count int, inc bool) (isa.Kind, bool) {
 	return 0, false
 }
 
+// parseBcast reads a broadcast operand name (without '$'): aN:B, aN:BL,
+// aN:BU.
+func parseBcast(name string) (isa.Kind, int, bool) {
+	lo, sel, ok := strings.Cut(name, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	var k isa.Kind
+	switch strings.ToUpper(sel) {
+	case "B":
+		k = isa.KindABcast
+	case "BL":
+		k = isa.KindABcastLo
+	case "BU":
+		k = isa.KindABcastHi
+	default:
+		return 0, 0, false
+	}
+	file, first, count, ok := isa.ParseRegister(lo)
+	if !ok || file != "a" || count != 1 {
+		return 0, 0, false
+	}
+	return k, first, true
+}
+
 func kindDesc(k isa.Kind) string {
 	switch k {
 	case isa.KindMReg:
@@ -63,6 +88,8 @@ func kindDesc(k isa.Kind) string {
 		return "a post-incremented $m register pair ($mN:N+1+=)"
 	case isa.KindCSR:
 		return "a control register ($NAME or number)"
+	case isa.KindABcast, isa.KindABcastLo, isa.KindABcastHi:
+		return "a broadcast $a register ($aN" + k.BcastSuffix() + ")"
 	}
 	return "an immediate"
 }
@@ -98,6 +125,11 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 			if len(rest) > 0 {
 				a.errorf(rest[0].pos, "%s: unexpected %q after %s", mn.text, rest[0].text, t.text)
 				return nil, false
+			}
+			if k, n, ok := parseBcast(name); ok && !inc {
+				op.reg, op.kind, op.num, op.known = true, k, int64(n), true
+				ops = append(ops, op)
+				continue
 			}
 			if file, first, count, ok := isa.ParseRegister(name); ok {
 				k, ok := regKind(file, count, inc)

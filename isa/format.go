@@ -86,6 +86,9 @@ func RegisterName(k Kind, n int64) string {
 	if k == KindMRegInc || k == KindMPairInc {
 		s += "+="
 	}
+	if suf := k.BcastSuffix(); suf != "" {
+		s = fmt.Sprintf("$a%d%s", n, suf) // $a15:B, not $azero:B
+	}
 	return s
 }
 

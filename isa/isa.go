@@ -74,9 +74,29 @@ const (
 	KindMPairInc             // $m2:3+= : packed address pair (tapack) post-incremented
 	KindCSR                  // control/status register, by name or number
 	KindImm                  // immediate or symbolic expression
+	// Broadcast sources of the vector float rows (LLVM Colossus
+	// TileOpBCast): one $a register whose f32 (:B), low f16 (:BL) or high
+	// f16 (:BU) is used in every lane.
+	KindABcast   // $aN:B
+	KindABcastLo // $aN:BL
+	KindABcastHi // $aN:BU
 )
 
-var kindNames = [...]string{"mreg", "areg", "apair", "aquad", "mpair", "mreg+=", "mpair+=", "csr", "imm"}
+var kindNames = [...]string{"mreg", "areg", "apair", "aquad", "mpair", "mreg+=", "mpair+=", "csr", "imm", "areg:B", "areg:BL", "areg:BU"}
+
+// BcastSuffix is the selector text of a broadcast kind (":B", ":BL",
+// ":BU"), or "".
+func (k Kind) BcastSuffix() string {
+	switch k {
+	case KindABcast:
+		return ":B"
+	case KindABcastLo:
+		return ":BL"
+	case KindABcastHi:
+		return ":BU"
+	}
+	return ""
+}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -104,7 +124,7 @@ func (k Kind) RegFile() string {
 	switch k {
 	case KindMReg, KindMPair, KindMRegInc, KindMPairInc:
 		return "m"
-	case KindAReg, KindAPair, KindAQuad:
+	case KindAReg, KindAPair, KindAQuad, KindABcast, KindABcastLo, KindABcastHi:
 		return "a"
 	}
 	return ""

@@ -249,6 +249,11 @@ func assemble(ctx Context, text string, coissue bool) ([]uint32, error) {
 			name := strings.TrimPrefix(s, "$")
 			inc := strings.HasSuffix(name, "+=")
 			name = strings.TrimSuffix(name, "+=")
+			if lo, sel, ok := strings.Cut(name, ":"); ok && (sel == "B" || sel == "BL" || sel == "BU") {
+				_, first, _, _ := ParseRegister(lo)
+				kinds[i].Kind, vals[i] = map[string]Kind{"B": KindABcast, "BL": KindABcastLo, "BU": KindABcastHi}[sel], int64(first)
+				continue
+			}
 			file, first, count, ok := ParseRegister(name)
 			if !ok {
 				kinds[i].Kind, csrNames[i] = KindCSR, name

@@ -36,6 +36,14 @@ func MP(name string, lo uint8) Operand {
 	return Operand{Name: name, Kind: KindMPair, Fields: []Field{f(lo+1, 3)}, Shift: 1}
 }
 
+// ABc is a broadcast $a source (kind KindABcast, KindABcastLo or
+// KindABcastHi) at bit lo.
+func ABc(k Kind) func(string, uint8) Operand {
+	return func(name string, lo uint8) Operand {
+		return Operand{Name: name, Kind: k, Fields: []Field{f(lo, 4)}}
+	}
+}
+
 // MInc is a post-incremented $m register ($m3+=) at bit lo.
 func MInc(name string, lo uint8) Operand {
 	return Operand{Name: name, Kind: KindMRegInc, Fields: []Field{f(lo, 4)}}
@@ -359,6 +367,19 @@ func rows() []Inst {
 		aux3("f32v2mul", "", 0x09, AP, AP, AP, "two f32 lanes: dst = a * b"),
 		aux3("f32v2max", "", 0x0A, AP, AP, AP, "two f32 lanes: dst = max(a, b)"),
 		aux3("f32v4add", "", 0x0B, AQ, AQ, AQ, "four f32 lanes: dst = a + b"),
+		// Broadcast source forms of the ISA hover text (`f16v2add $aDst0,
+		// $aSrc0:BL, $aSrc1`, `f32v2mul $aDst0:Dst0+1, $aSrc0:B, ...`):
+		// sub-opcodes 0xE0..0xE9 of the same block.
+		aux3("f16v2add", "bl", 0xE0, A, ABc(KindABcastLo), A, "two f16 lanes: dst = low f16 of a (both lanes) + b"),
+		aux3("f16v2add", "bu", 0xE1, A, ABc(KindABcastHi), A, "two f16 lanes: dst = high f16 of a (both lanes) + b"),
+		aux3("f16v2mul", "bl", 0xE2, A, ABc(KindABcastLo), A, "two f16 lanes: dst = low f16 of a (both lanes) * b"),
+		aux3("f16v2mul", "bu", 0xE3, A, ABc(KindABcastHi), A, "two f16 lanes: dst = high f16 of a (both lanes) * b"),
+		aux3("f16v4add", "bl", 0xE4, AP, ABc(KindABcastLo), AP, "four f16 lanes: dst = low f16 of a (all lanes) + b"),
+		aux3("f16v4add", "bu", 0xE5, AP, ABc(KindABcastHi), AP, "four f16 lanes: dst = high f16 of a (all lanes) + b"),
+		aux3("f16v4mul", "bl", 0xE6, AP, ABc(KindABcastLo), AP, "four f16 lanes: dst = low f16 of a (all lanes) * b"),
+		aux3("f16v4mul", "bu", 0xE7, AP, ABc(KindABcastHi), AP, "four f16 lanes: dst = high f16 of a (all lanes) * b"),
+		aux3("f32v2add", "b", 0xE8, AP, ABc(KindABcast), AP, "two f32 lanes: dst = a (both lanes) + b"),
+		aux3("f32v2mul", "b", 0xE9, AP, ABc(KindABcast), AP, "two f32 lanes: dst = a (both lanes) * b"),
 		aux3("f32v2axpy", "", 0x0C, AP, AP, AP, "two f32 lanes: dst = $TAS * a + b (product and sum each rounded)"),
 		aux3("sort4x16lo", "a", 0x10, A, A, A, "dst.lo = a.lo, dst.hi = b.lo (16-bit halves)"),
 		aux3("sort4x16hi", "a", 0x11, A, A, A, "dst.lo = a.hi, dst.hi = b.hi (16-bit halves)"),

@@ -36,3 +36,21 @@ func TestStepRegisterStrideAndStm32(t *testing.T) {
 		}
 	}
 }
+
+// Broadcast sources: :B uses one f32 in both lanes, :BL / :BU one f16
+// half in every lane.
+func TestBroadcastSources(t *testing.T) {
+	tl := NewTile(0)
+	h := func(lo, hi float32) uint32 { return pack16(lo, hi) }
+	tl.Workers[0].A[4] = fb(3)
+	tl.Workers[0].A[6], tl.Workers[0].A[7] = fb(2), fb(-5)
+	tl.Workers[0].A[8] = h(1.5, -0.25)
+	tl.Workers[0].A[9] = h(2, 4)
+	runWorker(t, tl, 0,
+		I("f32v2mul.b", 0, 4, 6),  // a0:1 = 3*2, 3*-5
+		I("f16v2add.bl", 2, 8, 9), // a2 = 1.5+2, 1.5+4
+		I("f16v2add.bu", 3, 8, 9), // a3 = -0.25+2, -0.25+4
+		I("exitz", mzero))
+	w := &tl.Workers[0]
+	checkRegs(t, "a", w.A[:], map[int]uint32{0: fb(6), 1: fb(-15), 2: h(3.5, 5.5), 3: h(1.75, 3.75)})
+}
