@@ -116,8 +116,11 @@ func (a *assembler) alias(mn token, args []token) bool {
 			emit("or", joinOps(p, parts[0], parts[1], num(0, p)))
 		case cls[0] == clM && cls[1] == clA:
 			emit("atom", args)
+		case cls[0] == clAPair && cls[1] == clAPair:
+			// A pair move is the 64-bit or with the zero pair.
+			emit("or64", joinOps(p, parts[0], parts[1], reg("$azeros", p)))
 		default:
-			a.errorf(p, "mov: expected $mD, $mS or $aD, $aS or $mD, $aS, found %s", joinTokens(args))
+			a.errorf(p, "mov: expected $mD, $mS or $aD, $aS or $mD, $aS or $aD:D+1, $aS:S+1, found %s", joinTokens(args))
 		}
 		return true
 	case name == "sub" && len(parts) == 3 && cls[0] == clM && cls[1] == clM && cls[2] == clImm:
