@@ -162,6 +162,9 @@ type symbol struct {
 	numeric  bool // an anonymous numeric local label (1:)
 	used     bool // referenced by a relocation or a final evaluation
 	firstRef srcPos
+	// relocated: an assembly-time constant that a relocation names (run's
+	// vertex operand), so the object carries it as a local absolute symbol.
+	relocated bool
 }
 
 // value is an evaluated expression: a constant, a section offset (sec) or

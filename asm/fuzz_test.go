@@ -6,6 +6,12 @@ import (
 
 // fuzzSeeds are whole programs exercising most of the language.
 var fuzzSeeds = []string{
+	// LLVM Colossus aliases, short memory forms, half literals, padding.
+	".worker\nzero $a0\nzero $m1\nmov $m1, $m0\nmov $a1, $a0\nldconst $a2, 0x123456\nldconst $m1, -2.0h\nsetzi $a0, -infh\n",
+	"sub $m0, $m0, 12345\naddz $m0, $m1, 42\nsubs $m0, 42, $m1\nld32 $m1, $m2, 4095\nst32 $m1, $m2, $m3\nput 0x7, $a0\nget $a0, 1\n",
+	".worker\nnop\nL: { add $m1, $m2, $m3 ; fnop }\n{ ldconst $m1, 5 ; fnop }\nsetzi $a0, 1.0\n",
+	".supervisor\nrun $m0, $m1, v\n.set v, 262144\ndelay 40\nsend 1, 6, 3\nbri 0x400fc\n",
+	".worker\nf32v2mul $a0:1, $a4:B, $a6:7\nf16v2add $a2, $a8:BL, $a9\nld64step $a0:1, $mzero, $m1+=, $m3\nmov $a2:3, $azeros\n",
 	kernelLike,
 	"#define X(a, b) a ## b\n.set N, X(1, 2)\n.rept N\nnop\n.endr",
 	".macro M a, b=2, c:vararg\n.Lm\\@: setzi $m1, \\a + \\b\n.ifnb \\c\nM \\c\n.endif\n.endm\nM 1, 2, 3, 4, 5",

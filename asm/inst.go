@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/isa"
 )
 
@@ -17,6 +18,7 @@ type operand struct {
 	kind  isa.Kind // for registers
 	num   int64    // first register number
 	csr   string   // the name of a control register written as $NAME
+	sym   string   // the symbol an immediate names when it is one symbol alone
 	e     expr     // immediates and CSR numbers
 	v     value
 	known bool
@@ -43,6 +45,31 @@ func regKind(file string, count int, inc bool) (isa.Kind, bool) {
 	return 0, false
 }
 
+// parseBcast reads a broadcast operand name (without '$'): aN:B, aN:BL,
+// aN:BU.
+func parseBcast(name string) (isa.Kind, int, bool) {
+	lo, sel, ok := strings.Cut(name, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	var k isa.Kind
+	switch strings.ToUpper(sel) {
+	case "B":
+		k = isa.KindABcast
+	case "BL":
+		k = isa.KindABcastLo
+	case "BU":
+		k = isa.KindABcastHi
+	default:
+		return 0, 0, false
+	}
+	file, first, count, ok := isa.ParseRegister(lo)
+	if !ok || file != "a" || count != 1 {
+		return 0, 0, false
+	}
+	return k, first, true
+}
+
 func kindDesc(k isa.Kind) string {
 	switch k {
 	case isa.KindMReg:
@@ -61,6 +88,8 @@ func kindDesc(k isa.Kind) string {
 		return "a post-incremented $m register pair ($mN:N+1+=)"
 	case isa.KindCSR:
 		return "a control register ($NAME or number)"
+	case isa.KindABcast, isa.KindABcastLo, isa.KindABcastHi:
+		return "a broadcast $a register ($aN" + k.BcastSuffix() + ")"
 	}
 	return "an immediate"
 }
@@ -97,6 +126,11 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 				a.errorf(rest[0].pos, "%s: unexpected %q after %s", mn.text, rest[0].text, t.text)
 				return nil, false
 			}
+			if k, n, ok := parseBcast(name); ok && !inc {
+				op.reg, op.kind, op.num, op.known = true, k, int64(n), true
+				ops = append(ops, op)
+				continue
+			}
 			if file, first, count, ok := isa.ParseRegister(name); ok {
 				k, ok := regKind(file, count, inc)
 				if !ok {
@@ -115,10 +149,21 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 			ops = append(ops, op)
 			continue
 		}
+		if v, ok, bad := halfLiteral(part); bad != "" {
+			a.errorf(part[0].pos, "%s: operand %d: %s", mn.text, i+1, bad)
+			return nil, false
+		} else if ok {
+			op.v, op.known = constVal(v), true
+			ops = append(ops, op)
+			continue
+		}
 		e, err := parseExpr(part, a, false, endPos(mn, part))
 		if err != nil {
 			a.exprErr(err, part[0].pos)
 			return nil, false
+		}
+		if es, ok := e.(eSym); ok {
+			op.sym = es.name
 		}
 		v, err := a.eval(e, false)
 		var d *deferError
@@ -168,13 +213,16 @@ func accepts(r *isa.Inst, ops []*operand, ctx isa.Context) (bad int, why string)
 			if !op.known {
 				continue
 			}
+			if op.v.isConst() && op.sym != "" && o.Reloc == isa.RelocRun {
+				continue // a relocation even when the symbol is absolute
+			}
 			if !op.v.isConst() {
 				if o.Reloc == isa.RelocNone {
 					return i, "reloc"
 				}
 				continue
 			}
-			if o.Check(op.v.off) != nil {
+			if o.Check(o.TextValue(op.v.off)) != nil {
 				return i, "value"
 			}
 		}
@@ -230,11 +278,11 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 	o := &r.Operands[bestBad]
 	if why == "value" && !op.reg && op.csr == "" {
 		// Immediates: name the union of the ranges the rows accept.
-		lo, hi := o.Range()
+		lo, hi := o.TextRange()
 		aligned := true
 		for _, c := range var0 {
 			if _, w := accepts(c, ops, ctx); w == "value" {
-				l, h := c.Operands[bestBad].Range()
+				l, h := c.Operands[bestBad].TextRange()
 				lo, hi = min(lo, l), max(hi, h)
 				if c.Operands[bestBad].Shift != 0 {
 					aligned = false
@@ -268,7 +316,7 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 	}
 	v := op.num
 	if !op.reg {
-		v = op.v.off
+		v = o.TextValue(op.v.off)
 	}
 	if op.csr != "" {
 		v, _ = o.CSRNumber(ctx, op.csr)
@@ -370,6 +418,9 @@ type fixup struct {
 }
 
 func (a *assembler) instruction(mn token, args []token) {
+	if a.alias(mn, args) {
+		return
+	}
 	inBundle := a.bundle != nil
 	accepted := false
 	if inBundle {
@@ -497,8 +548,18 @@ func (a *assembler) encode(sec *section, off int64, r *isa.Inst, pi *pending, co
 			vals[i] = op.num
 		case op.csr != "":
 			vals[i], _ = r.Operands[i].CSRNumber(pi.ctx, op.csr)
+		case op.v.isConst() && op.sym != "" && r.Operands[i].Reloc == isa.RelocRun:
+			// run's vertex is relative to the image base, which only the
+			// linker knows: like the LLVM Colossus backend, always leave it
+			// to R_COLOSSUS_RUN (run-fixup.s), naming the symbol.
+			o := &r.Operands[i]
+			vals[i] = o.Offset
+			if s := a.syms[op.sym]; s != nil {
+				s.relocated = true
+			}
+			sec.relocs = append(sec.relocs, elf.Reloc{Offset: uint32(off + 4*int64(o.Fields[0].Word)), Type: o.Reloc, Symbol: op.sym, Addend: 0})
 		case op.v.isConst():
-			vals[i] = op.v.off
+			vals[i] = r.Operands[i].TextValue(op.v.off)
 		default:
 			// Symbolic: the field stays 0 and the linker patches it.
 			o := &r.Operands[i]
@@ -545,10 +606,17 @@ func (a *assembler) closeBundle() {
 		x, y = y, x
 	}
 	sec := a.section()
-	if off := sec.offset(); off%8 != 0 {
-		// Still emit the bundle so that later locations (and their
-		// messages) stay right.
-		a.errorf(b.pos, "bundle at %s+0x%x is not 8-byte aligned", sec.name, off)
+	if off := sec.offset(); off%8 == 4 && !sec.nobits {
+		// A bundle at 4 mod 8 is preceded by one nop, the padding word of
+		// the LLVM Colossus assembler backend (0x19e00000), as popc does
+		// ("Nops are automatically inserted to align instruction bundles",
+		// graphcore/ipu_assembly_support). Labels defined before the
+		// bundle keep their address: the nop's (docs/isa.md, "Bundle
+		// alignment").
+		var pad [4]byte
+		binary.LittleEndian.PutUint32(pad[:], isa.ByID("nop").Match)
+		sec.hasCode = true
+		a.emit(b.pos, pad[:])
 	}
 	sec.hasBundle = true
 	placed = true

@@ -48,8 +48,11 @@ func (a *assembler) object(name string) *elf.Object {
 			sym.Section, sym.Value = s.sec.index, uint32(s.val)
 		case symEqu:
 			// Assembly-time constants stay private unless exported.
-			if !s.bindSet || s.bind == elf.Local {
+			if (!s.bindSet || s.bind == elf.Local) && !s.relocated {
 				continue
+			}
+			if !s.bindSet {
+				sym.Bind = elf.Local
 			}
 			v, err := a.eval(eSym{name: s.name}, true)
 			if err != nil || v.ext != nil {

@@ -69,13 +69,17 @@ var csrTables = map[CSRSpace]map[string]int64{
 	CSRWorker: {
 		"pc": 0x00, "wsr": 0x01, "vertex_base": 0x02, "worker_base": 0x03,
 		"repeat_count": 0x04, "repeat_first": 0x05, "repeat_end": 0x06,
-		"prng_seed": 0x07, "tas": 0x08,
 		"count_l": 0x60, "count_u": 0x61,
 		"dbg_data": 0x70, "dbg_brk_id": 0x71,
 	},
 	CSRUpper: {
 		"fp_sts": 0x00, "fp_clr": 0x01, "fp_ctl": 0x02,
 		"prng_0_0": 0x03, "prng_0_1": 0x04, "prng_1_0": 0x05, "prng_1_1": 0x06,
+		// $PRNG_SEED and $TAS are upper-space registers, written with uput
+		// (graphcore-ipu-research research/ipu1/ipu1_consts.c:
+		// CSR_W_PRNG_SEED__INDEX 0x107, CSR_W_TAS__INDEX 0x108, upper space
+		// base 0x100; poplibs and ipu-stack write them with uput).
+		"prng_seed": 0x07, "tas": 0x08,
 		"fp_nfmt": 0x09, "fp_scl": 0x0A,
 	},
 }

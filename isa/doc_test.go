@@ -47,8 +47,8 @@ func docTable() string {
 	for _, in := range Table {
 		count[in.Source]++
 	}
-	fmt.Fprintf(&b, "\n%d rows: %d %s (LLVM Colossus fork), %d %s (ipu-stack exchange reference), %d %s (ours).\n\n",
-		len(Table), count[SrcLLVM], SrcLLVM, count[SrcExchange], SrcExchange, count[SrcOurs], SrcOurs)
+	fmt.Fprintf(&b, "\n%d rows: %d %s (LLVM Colossus fork), %d %s (ipu-stack exchange reference), %d %s (a public disassembly listing), %d %s (ours).\n\n",
+		len(Table), count[SrcLLVM], SrcLLVM, count[SrcExchange], SrcExchange, count[SrcListing], SrcListing, count[SrcOurs], SrcOurs)
 	b.WriteString("| row | syntax | match | operand fields (word 0 unless `w1`) | source | pipe, context | co-issue | cycles | semantics |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, in := range Table {

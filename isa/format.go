@@ -86,6 +86,9 @@ func RegisterName(k Kind, n int64) string {
 	if k == KindMRegInc || k == KindMPairInc {
 		s += "+="
 	}
+	if suf := k.BcastSuffix(); suf != "" {
+		s = fmt.Sprintf("$a%d%s", n, suf) // $a15:B, not $azero:B
+	}
 	return s
 }
 
@@ -107,11 +110,20 @@ func (o *Operand) FormatOperandIn(ctx Context, v int64) string {
 			return fmt.Sprintf("0x%x", v)
 		}
 		return strconv.FormatInt(v, 10)
+	case o.RawText:
+		return o.formatImm(o.ValueText(v))
 	case o.Hex && v >= 0:
 		return fmt.Sprintf("0x%x", v)
 	default:
 		return strconv.FormatInt(v, 10)
 	}
+}
+
+func (o *Operand) formatImm(v int64) string {
+	if o.Hex && v >= 0 {
+		return fmt.Sprintf("0x%x", v)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // Format renders a decoded instruction as assembly text. When the text would

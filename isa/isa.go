@@ -74,9 +74,29 @@ const (
 	KindMPairInc             // $m2:3+= : packed address pair (tapack) post-incremented
 	KindCSR                  // control/status register, by name or number
 	KindImm                  // immediate or symbolic expression
+	// Broadcast sources of the vector float rows (LLVM Colossus
+	// TileOpBCast): one $a register whose f32 (:B), low f16 (:BL) or high
+	// f16 (:BU) is used in every lane.
+	KindABcast   // $aN:B
+	KindABcastLo // $aN:BL
+	KindABcastHi // $aN:BU
 )
 
-var kindNames = [...]string{"mreg", "areg", "apair", "aquad", "mpair", "mreg+=", "mpair+=", "csr", "imm"}
+var kindNames = [...]string{"mreg", "areg", "apair", "aquad", "mpair", "mreg+=", "mpair+=", "csr", "imm", "areg:B", "areg:BL", "areg:BU"}
+
+// BcastSuffix is the selector text of a broadcast kind (":B", ":BL",
+// ":BU"), or "".
+func (k Kind) BcastSuffix() string {
+	switch k {
+	case KindABcast:
+		return ":B"
+	case KindABcastLo:
+		return ":BL"
+	case KindABcastHi:
+		return ":BU"
+	}
+	return ""
+}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -104,7 +124,7 @@ func (k Kind) RegFile() string {
 	switch k {
 	case KindMReg, KindMPair, KindMRegInc, KindMPairInc:
 		return "m"
-	case KindAReg, KindAPair, KindAQuad:
+	case KindAReg, KindAPair, KindAQuad, KindABcast, KindABcastLo, KindABcastHi:
 		return "a"
 	}
 	return ""
@@ -142,6 +162,11 @@ type Operand struct {
 	Reloc Reloc
 	// Hex asks the disassembler to print the immediate in hexadecimal.
 	Hex bool
+	// RawText: the assembly text of the operand is the stored field (as the
+	// LLVM Colossus tools spell it: llvm-objdump prints 0x40a00028 as
+	// `delay 40`), while Values and Encode keep the meaning (events, byte
+	// address) that Offset and Shift give. TextValue and ValueText convert.
+	RawText bool
 	// CSR is the register space a KindCSR operand names (see csr.go): get
 	// and put address the lower space of the executing context, uget and
 	// uput the worker's upper space.
@@ -155,6 +180,29 @@ func (o *Operand) Width() int {
 		w += int(f.Width)
 	}
 	return w
+}
+
+// TextValue is the value that assembly text t denotes (t itself unless the
+// operand is RawText, whose text is the stored field).
+func (o *Operand) TextValue(t int64) int64 {
+	if !o.RawText {
+		return t
+	}
+	return t<<o.Shift + o.Offset
+}
+
+// ValueText is the assembly text of value v (the inverse of TextValue).
+func (o *Operand) ValueText(v int64) int64 {
+	if !o.RawText {
+		return v
+	}
+	return (v - o.Offset) >> o.Shift
+}
+
+// TextRange is the inclusive range of the operand's assembly text.
+func (o *Operand) TextRange() (lo, hi int64) {
+	lo, hi = o.Range()
+	return o.ValueText(lo), o.ValueText(hi)
 }
 
 // Range is the inclusive range of values the operand accepts (before
@@ -177,6 +225,12 @@ const (
 	SrcLLVM     Source = "llvm-colossus"      // Sanae6/llvm-project-fork generated TableGen
 	SrcExchange Source = "ipu-stack-exchange" // ipu-stack EXCHANGE_INSTRUCTION_REFERENCE / oracle words
 	SrcOurs     Source = "ipustack"           // defined by ipustack; see docs/isa.md
+	// SrcListing: a public disassembly listing gives the word (the IPU1
+	// tile bootloader disassembly in Saghetti0/graphcore-ipu-research, the
+	// LLVM Colossus MC tests), and nothing of the IPU21 record contradicts
+	// it; fields the listing does not vary are placed as in the public row
+	// formats of the same group (docs/isa.md).
+	SrcListing Source = "public-listing"
 )
 
 // Inst is one row of the instruction table.
@@ -256,7 +310,7 @@ func (in *Inst) Encode(vals []int64, coissue bool) ([]uint32, error) {
 		}
 		op.put(words, vals[i])
 	}
-	if got := Lookup(words[0]); got != in {
+	if got := Lookup(words[0]); got != in && (got == nil || got.Refines != in.ID()) {
 		name := "no instruction"
 		if got != nil {
 			name = got.ID()

@@ -36,6 +36,14 @@ func MP(name string, lo uint8) Operand {
 	return Operand{Name: name, Kind: KindMPair, Fields: []Field{f(lo+1, 3)}, Shift: 1}
 }
 
+// ABc is a broadcast $a source (kind KindABcast, KindABcastLo or
+// KindABcastHi) at bit lo.
+func ABc(k Kind) func(string, uint8) Operand {
+	return func(name string, lo uint8) Operand {
+		return Operand{Name: name, Kind: k, Fields: []Field{f(lo, 4)}}
+	}
+}
+
 // MInc is a post-incremented $m register ($m3+=) at bit lo.
 func MInc(name string, lo uint8) Operand {
 	return Operand{Name: name, Kind: KindMRegInc, Fields: []Field{f(lo, 4)}}
@@ -76,6 +84,9 @@ func (o Operand) shifted(s uint8) Operand { o.Shift = s; return o }
 
 // count stores value-1: the operand is written as a count of events/words.
 func (o Operand) count() Operand { o.Offset = 1; return o }
+
+// raw makes the operand's text its stored field (Operand.RawText).
+func (o Operand) raw() Operand { o.RawText = true; return o }
 
 // split spreads the operand over fields, most significant first.
 func (o Operand) split(fs ...Field) Operand { o.Fields = fs; return o }
@@ -182,6 +193,12 @@ func memStep(mn, variant string, sub uint32, data Operand, scale uint8, doc stri
 	return wmain(mn, variant, 0x55000000|sub<<8, ops(data, M("base", 20), MInc("ptr", 12), S("step", 0, 8)), doc)
 }
 
+// memStepReg: memStep with a register stride (signed, in access-size
+// units) at bits 7..4 instead of the immediate.
+func memStepReg(mn, variant string, sub uint32, data Operand, doc string) Inst {
+	return wmain(mn, variant, 0x55000000|sub<<8, ops(data, M("base", 20), MInc("ptr", 12), M("stride", 4)), doc)
+}
+
 // pace: the pace family (block 0x56, sub-opcode in bits 1..0): data
 // registers at 23..20 and 19..16, the packed address pair at 15..12, the
 // stride register at 11..8, the increment selectors from bit 2.
@@ -245,6 +262,8 @@ func rows() []Inst {
 			"dst = mem32[base + delta + 4*off]"),
 		mainAny("st32", "", 0x4F000000, ops(M("src", 16), M("base", 20), M("delta", 12), U("off", 0, 12)),
 			"mem32[base + delta + 4*off] = src"),
+		mainAny("stm32", "", 0x4C000000, ops(M("src", 16), M("base", 20), M("off", 12)),
+			"mem32[base + 4*off] = src (st32 without a delta register)"),
 		mainAny("ld32step", "", 0x47000100, ops(M("dst", 4), M("base", 20), MInc("ptr", 12), M("step", 16)),
 			"dst = mem32[base + ptr]; ptr += 4*step"),
 		mainAny("ld32step", "si", 0x1C000100, ops(M("dst", 16), M("base", 20), MInc("ptr", 12), S("step", 0, 8)),
@@ -254,7 +273,7 @@ func rows() []Inst {
 
 		// ---- Control, public ----
 		control(mainAny("br", "", 0x43000000, ops(M("target", 20)), "jump to the address in target")),
-		control(mainAny("bri", "", 0x00800000, ops(Rel("target", 0, 19, 2, Reloc19S2)), "jump to target (absolute, word aligned)")),
+		control(mainAny("bri", "", 0x40800000, ops(Rel("target", 0, 19, 2, Reloc19S2)), "jump to target (absolute, word aligned)")),
 		control(mainAny("brz", "", 0x13000000, ops(M("cond", 20), Rel("target", 0, 19, 2, Reloc19S2)), "jump to target if cond == 0")),
 		control(mainAny("brnz", "", 0x11000000, ops(M("cond", 20), Rel("target", 0, 19, 2, Reloc19S2)), "jump to target if cond != 0")),
 		control(mainAny("brneg", "", 0x10000000, ops(M("cond", 20), Rel("target", 0, 19, 2, Reloc19S2)), "jump to target if cond < 0 (signed)")),
@@ -283,19 +302,19 @@ func rows() []Inst {
 			"wait at the barrier of sync zone (0 RECV, 1 ANS, 2 LOCAL, 3 INTERNAL, ...)")),
 
 		// ---- Exchange (supervisor, not co-issued), ipu-stack reference ----
-		exch("delay", 0x40A00000, 1, ops(U("events", 0, 19).count()), "wait events cycles, advancing the exchange timeline by events (field = events-1)"),
+		exch("delay", 0x40A00000, 1, ops(U("events", 0, 19).count().raw()), "wait events cycles, advancing the exchange timeline by events; the text is the field, events-1, as LLVM spells it (`delay 40` waits 41)"),
 		exch("sans", 0x40C00000, 1, ops(U("n", 0, 19)), "ANS (answer) sync-zone signal with selector n; ipu-stack emits sans 0 on tiles idle in an exchange phase"),
-		exch("delaypic", 0x60000000, 1, ops(U("events", 19, 7).count(), U("sel", 18, 1), U("value", 0, 18).hex()),
+		exch("delaypic", 0x60000000, 1, ops(U("events", 19, 7).count().raw(), U("sel", 18, 1), U("value", 0, 18).hex()),
 			"after events exchange events, apply PIC (incoming write pointer) control sel with value"),
-		exch("delayxpic", 0x64000000, 1, ops(U("events", 14, 12).count(), U("sel", 13, 1), U("value", 0, 13).hex()),
+		exch("delayxpic", 0x64000000, 1, ops(U("events", 14, 12).count().raw(), U("sel", 13, 1), U("value", 0, 13).hex()),
 			"after events exchange events, apply XPIC (incoming mux) control sel with value (0x640 = neutral)"),
-		exch("send", 0x78000000, 1, ops(U("words", 21, 6).count(), U("addr", 3, 18).shifted(2).hex(), U("sctl", 0, 3)),
-			"send words items from addr; sctl bits 0..1 directions, bit 2 64-bit items. The field is addr/4: for 32-bit items addr is the byte address; for 64-bit items the hardware counts 8-byte items, so write half the byte address"),
-		exch("sendoff", 0x70000000, 1, ops(U("words", 0, 12).split(f(14, 6), f(21, 6)).count(), U("delta", 3, 11).shifted(2).hex(), U("sctl", 0, 3)),
+		exch("send", 0x78000000, 1, ops(U("words", 21, 6).count().raw(), U("addr", 3, 18).shifted(2).hex().raw(), U("sctl", 0, 3)),
+			"send words items from addr; sctl bits 0..1 directions, bit 2 64-bit items. The text is the fields, as LLVM spells them: words-1, then addr/4 (the item index from $OUTGOING_BASE: 4-byte items, or 8-byte items for 64-bit sends)"),
+		exch("sendoff", 0x70000000, 1, ops(U("words", 0, 12).split(f(14, 6), f(21, 6)).count().raw(), U("delta", 3, 11).shifted(2).hex().raw(), U("sctl", 0, 3)),
 			"continue the outgoing stream: skip delta (bytes for 32-bit items, half the bytes for 64-bit items), send words items; the count is split (low 6 bits at 26..21, high 6 at 19..14)"),
-		exch("sendpic", 0x70100000, 1, ops(U("words", 21, 6).count(), U("sel", 18, 2), U("value", 0, 18).hex()),
+		exch("sendpic", 0x70100000, 1, ops(U("words", 21, 6).count().raw(), U("sel", 18, 2), U("value", 0, 18).hex()),
 			"continue the outgoing stream for words items and apply one incoming control at the first event (sel 0,1 XPIC; 2,3 PIC)"),
-		exch("sendpicp", 0xF0000000, 2, ops(U("words", 21, 6).count(), U("addr", 3, 18).shifted(2).hex(), U("sctl", 0, 3), U("picsel", 27, 1),
+		exch("sendpicp", 0xF0000000, 2, ops(U("words", 21, 6).count().raw(), U("addr", 3, 18).shifted(2).hex().raw(), U("sctl", 0, 3), U("picsel", 27, 1),
 			U("xpic", 18, 14).word1().hex(), U("pic", 0, 18).word1().hex()),
 			"send words items from byte address addr and apply both incoming controls (XPIC = xpic, PIC sel picsel = pic) at the first event; two words, 8-byte aligned"),
 
@@ -309,6 +328,14 @@ func rows() []Inst {
 		memStep("st64step", "", 1, AP("src", 16), 0, "mem64[base + ptr] = src; ptr += 8*step"),
 		memStep("ld32step", "a", 2, A("dst", 16), 0, "dst = mem32[base + ptr]; ptr += 4*step"),
 		memStep("st32step", "a", 3, A("src", 16), 0, "mem32[base + ptr] = src; ptr += 4*step"),
+		// The register-stride forms of the ISA hover text (ld64step,
+		// st64step, ld32step/st32step with $a data: `..., $mDelta0+=,
+		// $mStride0`), in the same block with sub-opcodes 10..13 in bits
+		// 11..8 and the stride register at 7..4.
+		memStepReg("ld64step", "r", 0xA, AP("dst", 16), "dst = mem64[base + ptr]; ptr += 8*stride"),
+		memStepReg("st64step", "r", 0xB, AP("src", 16), "mem64[base + ptr] = src; ptr += 8*stride"),
+		memStepReg("ld32step", "ar", 0xC, A("dst", 16), "dst = mem32[base + ptr]; ptr += 4*stride"),
+		memStepReg("st32step", "ar", 0xD, A("src", 16), "mem32[base + ptr] = src; ptr += 4*stride"),
 		pace("ld2x64pace", 0, ops(AP("dst0", 20), AP("dst1", 16), MPInc("addrs", 12), M("strides", 8), U("incs", 2, 4)),
 			"dst0 = mem64[load address 0], dst1 = mem64[load address 1]; advance both per incs"+sd),
 		pace("ld2xst64pace", 1, ops(AQ("dst", 20), AP("src", 16), MPInc("addrs", 12), M("strides", 8), U("incs", 2, 6)),
@@ -323,7 +350,8 @@ func rows() []Inst {
 			"repeat the body (the next last+1 bundles, 8 bytes each) count times; count 0 skips it"+sd)),
 		control(wmain("rpt", "i", 0x57100000, ops(U("count", 8, 12), U("last", 0, 8)),
 			"as rpt with an immediate count")),
-		control(wmain("exitz", "", 0x57200000, ops(M("cond", 16)), "the worker exits (its slot returns to the supervisor) with Boolean status cond == 0")),
+		control(Inst{Mnemonic: "exitz", Match: 0x43004000, Operands: ops(M("cond", 20)), Pipe: Main, Ctx: Worker, CoIssue: true, Source: SrcListing,
+			Doc: "the worker exits (its slot returns to the supervisor) with Boolean status cond == 0; word from the IPU1 bootloader listing (exitz $m15 = 0x43f04000)"}),
 		control(wmain("exitnz", "", 0x57300000, ops(M("cond", 16)), "the worker exits with Boolean status cond != 0")),
 
 		// ---- Worker aux pipe (floating point), ipustack encodings (block 0x58..0x5F) ----
@@ -339,11 +367,25 @@ func rows() []Inst {
 		aux3("f32v2mul", "", 0x09, AP, AP, AP, "two f32 lanes: dst = a * b"),
 		aux3("f32v2max", "", 0x0A, AP, AP, AP, "two f32 lanes: dst = max(a, b)"),
 		aux3("f32v4add", "", 0x0B, AQ, AQ, AQ, "four f32 lanes: dst = a + b"),
+		// Broadcast source forms of the ISA hover text (`f16v2add $aDst0,
+		// $aSrc0:BL, $aSrc1`, `f32v2mul $aDst0:Dst0+1, $aSrc0:B, ...`):
+		// sub-opcodes 0xE0..0xE9 of the same block.
+		aux3("f16v2add", "bl", 0xE0, A, ABc(KindABcastLo), A, "two f16 lanes: dst = low f16 of a (both lanes) + b"),
+		aux3("f16v2add", "bu", 0xE1, A, ABc(KindABcastHi), A, "two f16 lanes: dst = high f16 of a (both lanes) + b"),
+		aux3("f16v2mul", "bl", 0xE2, A, ABc(KindABcastLo), A, "two f16 lanes: dst = low f16 of a (both lanes) * b"),
+		aux3("f16v2mul", "bu", 0xE3, A, ABc(KindABcastHi), A, "two f16 lanes: dst = high f16 of a (both lanes) * b"),
+		aux3("f16v4add", "bl", 0xE4, AP, ABc(KindABcastLo), AP, "four f16 lanes: dst = low f16 of a (all lanes) + b"),
+		aux3("f16v4add", "bu", 0xE5, AP, ABc(KindABcastHi), AP, "four f16 lanes: dst = high f16 of a (all lanes) + b"),
+		aux3("f16v4mul", "bl", 0xE6, AP, ABc(KindABcastLo), AP, "four f16 lanes: dst = low f16 of a (all lanes) * b"),
+		aux3("f16v4mul", "bu", 0xE7, AP, ABc(KindABcastHi), AP, "four f16 lanes: dst = high f16 of a (all lanes) * b"),
+		aux3("f32v2add", "b", 0xE8, AP, ABc(KindABcast), AP, "two f32 lanes: dst = a (both lanes) + b"),
+		aux3("f32v2mul", "b", 0xE9, AP, ABc(KindABcast), AP, "two f32 lanes: dst = a (both lanes) * b"),
 		aux3("f32v2axpy", "", 0x0C, AP, AP, AP, "two f32 lanes: dst = $TAS * a + b (product and sum each rounded)"),
 		aux3("sort4x16lo", "a", 0x10, A, A, A, "dst.lo = a.lo, dst.hi = b.lo (16-bit halves)"),
 		aux3("sort4x16hi", "a", 0x11, A, A, A, "dst.lo = a.hi, dst.hi = b.hi (16-bit halves)"),
 		aux3("and", "a", 0x12, A, A, A, "dst = a & b (bitwise, $a registers)"),
-		aux3("or", "a", 0x13, A, A, A, "dst = a | b (bitwise, $a registers)"),
+		{Mnemonic: "or", Variant: "a", Match: 0x58000E00, Operands: ops(A("dst", 4), A("a", 20), A("b", 12)), Pipe: Aux, Ctx: Worker, CoIssue: true,
+			Source: SrcListing, Doc: "dst = a | b (bitwise, $a registers); the IPU1 bootloader listing gives zero $aN = or $aN, $azero, $azero as 0x58f0fe00 | N<<4, the sources placed as in the public MRF or (0x44000301)"},
 		aux3("andc", "a", 0x14, A, A, A, "dst = a & ^b (bitwise, $a registers)"),
 		aux3("xor", "a", 0x15, A, A, A, "dst = a ^ b (bitwise, $a registers)"),
 		aux2("f16v2tof32", "", 0x00, AP, A, "dst pair = the two f16 lanes of a widened to f32 (exact)"),
@@ -366,7 +408,8 @@ func rows() []Inst {
 		waux("and", "aiz", 0x5C001000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12).shifted(20).hex()), "dst = a & imm, imm = imm12 << 20 ($a registers)"),
 		waux("uput", "", 0x5D000000, ops(CSR("csr", 0, 8, CSRUpper), A("src", 16)), "the worker upper-space CSR = src"),
 		waux("uget", "", 0x5D100000, ops(A("dst", 16), CSR("csr", 0, 8, CSRUpper)), "dst = the worker upper-space CSR"),
-		waux("fnop", "", 0x5E000000, nil, "no operation (aux pipe)"),
+		{Mnemonic: "fnop", Match: 0x5BD00000, Refines: "setzi.a", Pipe: Aux, Ctx: Worker, CoIssue: true, Source: SrcOurs,
+			Doc: "no operation (aux pipe); the word of setzi $a13, 0, as the LLVM Colossus assembler reads fnop (assemble-inst-alias.s), with no effect"},
 		waux("urand64", "", 0x5E000001, ops(AP("dst", 20)), "dst pair = 64 bits from the worker's generator"+sd),
 	}
 }

@@ -54,8 +54,8 @@ loop:
 // assembly text assemble to the published words, and run on a chip.
 func TestAssembledOracle(t *testing.T) {
 	rows := map[int]string{
-		0:  "sync 3\n delay 135\n send 3, 0x0, 1\n br $m10\n",
-		53: "sync 3\n delayxpic 113, 0, 0\n delayxpic 3, 0, 0x640\n delaypic 49, 0, 0\n delay 8\n br $m10\n",
+		0:  "sync 3\n delay 134\n send 2, 0x0, 1\n br $m10\n",
+		53: "sync 3\n delayxpic 112, 0, 0\n delayxpic 2, 0, 0x640\n delaypic 48, 0, 0\n delay 7\n br $m10\n",
 	}
 	want := map[int][]uint32{
 		0:  {0x41800003, 0x40a00086, 0x78400001, 0x43a00000},

@@ -323,7 +323,7 @@ func TestExchangeFaults(t *testing.T) {
 	t.Run("no sender", func(t *testing.T) {
 		c := oracleChip(t, []uint32{0x41800003, 0x40a00086, 0x43a00000}, nil)
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultNoSender, 53, supBase+4, resume+113, "delayxpic 113, 0, 0x0", "sends no word")
+		wantFault(t, f, FaultNoSender, 53, supBase+4, resume+113, "delayxpic 112, 0, 0x0", "sends no word")
 	})
 	t.Run("wrong sender", func(t *testing.T) {
 		// The receiver selects tile 4, which is silent; tile 0's words
@@ -332,7 +332,7 @@ func TestExchangeFaults(t *testing.T) {
 		c := oracleChip(t, nil, rcv, 4)
 		loadProg(t, c, 4, I("sync", 3), I("delay", 300), I("br", 10))
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultWrongSender, 53, supBase+4, resume+113, "delayxpic 113, 0, 0x4", "comes from tile 0")
+		wantFault(t, f, FaultWrongSender, 53, supBase+4, resume+113, "delayxpic 112, 0, 0x4", "comes from tile 0")
 	})
 	t.Run("wrong direction", func(t *testing.T) {
 		c := oracleChip(t, []uint32{0x41800003, 0x40a00086, 0x78400002, 0x43a00000}, nil)
@@ -346,7 +346,7 @@ func TestExchangeFaults(t *testing.T) {
 		rcv := w(I("sync", 3), I("delayxpic", 113, 0, 0), I("delayxpic", 4, 0, 0x640), I("delaypic", 48, 0, 0), I("delay", 10), I("br", 10))
 		c := oracleChip(t, snd, rcv)
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultNoSender, 53, supBase+4, resume+114, "delayxpic 113", "pauses in cycle")
+		wantFault(t, f, FaultNoSender, 53, supBase+4, resume+114, "delayxpic 112", "pauses in cycle")
 	})
 	t.Run("fetch clashes with incoming write", func(t *testing.T) {
 		// The pointer lands in element 0, where the code is; the
@@ -357,7 +357,7 @@ func TestExchangeFaults(t *testing.T) {
 		c := oracleChip(t, nil, rcv)
 		c.Tile(53).Sup.CSR[csrIncomingBase] = 0
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultClash, 53, supBase+16, resume+165, "delay 1", "instruction fetch")
+		wantFault(t, f, FaultClash, 53, supBase+16, resume+165, "delay 0", "instruction fetch")
 	})
 	t.Run("send read clashes with incoming write", func(t *testing.T) {
 		// Tile 53 receives into 0x80100 while it sends from 0x80000
@@ -367,7 +367,7 @@ func TestExchangeFaults(t *testing.T) {
 		c := oracleChip(t, nil, rcv)
 		c.Tile(53).Sup.CSR[csrIncomingBase] = 0
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultClash, 53, supBase+20, resume+165, "send 3, 0x80000, 1", "element 13")
+		wantFault(t, f, FaultClash, 53, supBase+20, resume+165, "send 2, 0x20000, 1", "element 13")
 	})
 	t.Run("fetch clashes with send read", func(t *testing.T) {
 		c := oracleChip(t, nil, nil)
@@ -379,13 +379,13 @@ func TestExchangeFaults(t *testing.T) {
 		c := oracleChip(t, nil, nil)
 		c.Tile(53).Sup.CSR[csrIncomingBase] = 0xE7FFC // the second word falls off the end
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultIncoming, 53, supBase+12, resume+166, "delaypic 49", "0xe8000")
+		wantFault(t, f, FaultIncoming, 53, supBase+12, resume+166, "delaypic 48", "0xe8000")
 	})
 	t.Run("write after the segment", func(t *testing.T) {
 		rcv := []uint32{0x41800003, 0x641c0000, 0x64008640, 0x61800000, 0x40a00000, 0x43a00000}
 		c := oracleChip(t, nil, rcv)
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultIncoming, 53, supBase+12, resume+166, "delaypic 49", "after this tile's exchange segment ended")
+		wantFault(t, f, FaultIncoming, 53, supBase+12, resume+166, "delaypic 48", "after this tile's exchange segment ended")
 	})
 	t.Run("paired item into 32-bit format", func(t *testing.T) {
 		// Tile 0 sends 64 paired items to the pair 64/66; 66 never sets
@@ -413,13 +413,13 @@ func TestExchangeFaults(t *testing.T) {
 		loadProg(t, c, 64, I("sync", 3), I("delay", 400), I("br", 10))
 		loadProg(t, c, 66, I("sync", 3), I("delay", 400), I("br", 10))
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultExchange, 0, supBase+8, resume+121, "send 64", "partner tile 2")
+		wantFault(t, f, FaultExchange, 0, supBase+8, resume+121, "send 63", "partner tile 2")
 	})
 	t.Run("bad XPIC value", func(t *testing.T) {
 		c := newChip(t, 0)
 		loadProg(t, c, 0, I("sync", 3), I("delayxpic", 5, 0, 0x700), I("br", 10))
 		f := faultOfChip(t, c)
-		wantFault(t, f, FaultExchange, 0, supBase+4, resume, "delayxpic 5, 0, 0x700", "not a physical tile")
+		wantFault(t, f, FaultExchange, 0, supBase+4, resume, "delayxpic 4, 0, 0x700", "not a physical tile")
 	})
 }
 

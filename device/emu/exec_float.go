@@ -95,6 +95,28 @@ func bindVec(op laneOp, k isa.Kind) binder {
 	n := int32(k.RegCount())
 	mask := int32(16 - n) // aligns the group base
 	return func(in *isa.Inst) (impl, error) {
+		if len(in.Operands) == 3 && in.Operands[1].Kind.BcastSuffix() != "" && in.Operands[0].Kind == k && in.Operands[2].Kind == k {
+			// A broadcast source: one register's f32 (:B) or f16 half
+			// (:BL, :BU) in every lane.
+			bk := in.Operands[1].Kind
+			return impl{fn: func(t *Tile, c *Context, o *inst) {
+				d, b := o.v[0]&mask, o.v[2]&mask
+				x := c.A[r4(o.v[1])]
+				switch bk {
+				case isa.KindABcastLo:
+					x = x&0xFFFF | x<<16
+				case isa.KindABcastHi:
+					x = x>>16 | x&0xFFFF0000
+				}
+				var r [4]uint32
+				for i := int32(0); i < n; i++ {
+					r[i] = op(x, c.A[b+i])
+				}
+				for i := int32(0); i < n; i++ {
+					c.A[d+i] = r[i]
+				}
+			}}, nil
+		}
 		if !shape(in, k, k, k) {
 			return impl{}, layoutErr(in, k.String()+" x3")
 		}

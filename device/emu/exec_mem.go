@@ -238,4 +238,24 @@ var memBinders = map[string]binder{
 	"st32step": bindStep(true),
 	"ld64step": bindStep(false),
 	"st64step": bindStep(true),
+	"stm32":    bindStoreNoDelta,
+}
+
+// bindStoreNoDelta handles `stm32 $src, $base, $off`: the store of st32
+// without a delta register, address base + 4*off (ISA hover text: base
+// plus an unsigned scaled register offset).
+func bindStoreNoDelta(in *isa.Inst) (impl, error) {
+	if len(in.Operands) != 3 || in.Operands[1].Kind != kM || in.Operands[2].Kind != kM {
+		return impl{}, layoutErr(in, "data, mreg, mreg")
+	}
+	op, ok := memKind(in.Operands[0].Kind, true)
+	if !ok {
+		return impl{}, layoutErr(in, "mreg data")
+	}
+	atom := memAtom[op]
+	im := aFlags(op)
+	im.fn = func(t *Tile, c *Context, o *inst) {
+		t.access(c, op, o.v[0], c.M[r4(o.v[1])]+c.M[r4(o.v[2])]*atom)
+	}
+	return im, nil
 }

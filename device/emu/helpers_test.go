@@ -101,6 +101,12 @@ func setM(r int64, v uint32) []in {
 	return []in{I("setzi", r, int64(v&0xFFFFF)), I("or.iz", r, r, int64(v&0xFFF00000))}
 }
 
+// seedPRNG writes v to the upper-space $PRNG_SEED (uput 0x07) through $a13,
+// which it leaves zero.
+func seedPRNG(v uint32) []in {
+	return []in{I("setzi.a", 13, int64(v&0xFFFFF)), I("or.aiz", 13, 13, int64(v&0xFFF00000)), I("uput", 0x07, 13), I("setzi.a", 13, 0)}
+}
+
 func cat(parts ...[]in) []in {
 	var out []in
 	for _, p := range parts {

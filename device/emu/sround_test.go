@@ -198,7 +198,7 @@ func TestSRConversions(t *testing.T) {
 
 	// ESR set by the worker itself (uput $FP_CTL) after reseeding.
 	a2 := append(regsA(fpCtlESR), a[1:]...)
-	prog := cat(setM(1, 4242), []in{I("put", 0x07, 1), I("uput", 0x02, 0)}, srConvProg)
+	prog := cat(seedPRNG(4242), []in{I("uput", 0x02, 0)}, srConvProg)
 	tl = srWorker(t, 0, a2, prog...)
 	var ref2 Context
 	ref2.seed(4242)
@@ -207,7 +207,7 @@ func TestSRConversions(t *testing.T) {
 
 func TestSRDeterminism(t *testing.T) {
 	run := func(seed uint32) [16]uint32 {
-		prog := cat(setM(1, seed), []in{I("put", 0x07, 1)}, srConvProg)
+		prog := cat(seedPRNG(seed), srConvProg)
 		a := regsA(0, fb(1.0001), fb(-7.777), fb(0.33333))
 		return srWorker(t, fpCtlESR, a, prog...).Workers[0].A
 	}

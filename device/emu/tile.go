@@ -45,8 +45,8 @@ const (
 	csrFPSts       = 0x100
 	csrFPClr       = 0x101
 	csrFPCtl       = 0x102
-	csrPRNGSeed    = 0x07  // worker: writing it reseeds the generator (isa/csr.go)
-	csrTAS         = 0x08  // worker: f32v2axpy scale (isa/csr.go)
+	csrPRNGSeed    = 0x107 // worker upper space: writing it reseeds the generator (isa/csr.go)
+	csrTAS         = 0x108 // worker upper space: f32v2axpy scale (isa/csr.go)
 	csrPRNG00      = 0x103 // 0x103..0x106: the urand64 generator state
 	numCSRs        = 0x200
 )

@@ -144,8 +144,8 @@
 #if PRECISE
 	ld64 $a10:11, $mvertex_base, $mzero, 5
 	ld64 $a12:13, $mvertex_base, $mzero, 6
-	ld32 $m0, $mvertex_base, $mzero, 14
-	put $TAS, $m0
+	ld32 $a0, $mvertex_base, $mzero, 14
+	uput $TAS, $a0			// $TAS is an upper-space CSR
 #else
 	ld64 $a6:7, $mvertex_base, $mzero, 1
 	ld64 $a8:9, $mvertex_base, $mzero, 2
