@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/isa"
 )
 
@@ -366,5 +367,49 @@ func TestExtNotEmulated(t *testing.T) {
 	}
 	if n < 40 {
 		t.Errorf("only %d not-emulated rows: the Doc marks changed?", n)
+	}
+}
+
+// TestExtAssembled assembles poplibs-style text using new mnemonics (the
+// misaligned half-load idiom of popops' reductions: ldb16, ld32step,
+// roll16; a compare used as a mask; a zero-extending step load) and runs
+// it.
+func TestExtAssembled(t *testing.T) {
+	src := `
+	.section .text.ext, "ax"
+	.worker
+	ldb16 $a0, $m14, $mzero, 1
+	setzi $m1, 4
+	ld32step $a1, $m14, $m1+=, 1
+	roll16 $a0, $a0, $a1
+	f16v2cmpgt $a2, $a0, $azero
+	and $a3, $a0, $a2
+	setzi $m3, 2
+	ldz16step $m2, $m14, $m3+=, 1
+	exitpos $m2
+`
+	obj, err := asm.Assemble("ext.S", []byte(src), asm.Options{})
+	if err != nil {
+		t.Fatalf("assemble: %v", err)
+	}
+	var code []byte
+	for _, s := range obj.Sections {
+		if s.Name == ".text.ext" {
+			code = s.Data
+		}
+	}
+	tl := NewTile(0)
+	// f16 halves at dataBase: pad, x0 = 1.5, x1 = -2, x2 = 3.
+	tl.WriteWords(dataBase, []uint32{h(1.5) << 16, hh(-2, 3)})
+	if err := tl.Write(workerBase, code); err != nil {
+		t.Fatal(err)
+	}
+	tl.StartWorker(0, workerBase, dataBase)
+	if res, err := tl.Run(1000); err != nil || res.Reason != StopIdle {
+		t.Fatal(res, err)
+	}
+	w := &tl.Workers[0]
+	if w.A[0] != hh(1.5, -2) || w.A[2] != 0xFFFF || w.A[3] != h(1.5) || w.M[2] != h(1.5) || w.M[3] != 4 || w.ExitStatus != 1 {
+		t.Fatalf("a0=%08x a2=%08x a3=%08x m2=%x m3=%d status %d", w.A[0], w.A[2], w.A[3], w.M[2], w.M[3], w.ExitStatus)
 	}
 }
