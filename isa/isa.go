@@ -443,7 +443,8 @@ func ByMnemonic(m string) []*Inst { return byMnemonic[strings.ToLower(m)] }
 func ByID(id string) *Inst { return byID[strings.ToLower(id)] }
 
 func init() {
-	build(rows())
+	// extRows (rows_ext.go) holds the mnemonics added after the first table.
+	build(append(rows(), extRows()...))
 }
 
 // build derives masks, indexes the table and checks the rows' internal

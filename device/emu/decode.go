@@ -79,7 +79,8 @@ var (
 	// (add.zi, add.si, ld32.a ...) find their semantics without the
 	// emulator knowing every variant name in advance. Package-level
 	// initialisation (dependency ordered) fills it before init runs.
-	binders = mergeBinders(intBinders, memBinders, floatBinders, ampBinders, exchangeBinders)
+	binders = mergeBinders(intBinders, memBinders, floatBinders, ampBinders, exchangeBinders,
+		extIntBinders, extFloatBinders, notEmulatedBinders)
 	// handlers is indexed by isa row index; built once at init.
 	handlers []impl
 	// unbound says, per row index, why there is no handler.
