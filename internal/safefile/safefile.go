@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteFile writes data to path safely (see the package comment).
@@ -95,7 +96,8 @@ func Check(path string) error {
 func resolve(path string) (target string, special bool, err error) {
 	target = path
 	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// A new name (Check then reports a parent that is no directory).
 		return path, false, nil
 	}
 	if err != nil {
