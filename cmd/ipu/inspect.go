@@ -45,29 +45,49 @@ ipu run --weights reads. Any data of these shapes runs on the package.`,
 	}
 }
 
-// printTensors lists the host tensors a package binds: the names its
-// bindings carry, with the shapes and dtypes its recipe fixes.
+// printTensors lists the host tensors a package binds, with the shapes
+// recorded in its bindings (ipuexe.Binding.TensorShape) and, from its
+// recipe, the checkpoint names ipu run --weights reads them by. A package
+// written before shapes were recorded takes them from its recipe.
 func printTensors(w io.Writer, pkg *ipuexe.Package) error {
-	if pkg.Recipe == "" {
-		fmt.Fprintln(w, "host tensors: none recorded (the package has no ipustack recipe)")
-		return nil
-	}
-	r, err := build.RecipeOf(pkg)
-	if err != nil {
-		return err
-	}
-	ts, err := build.Tensors(r)
-	if err != nil {
-		return fmt.Errorf("recipe: %w", err)
+	byNode := map[string]build.Tensor{}
+	if pkg.Recipe != "" {
+		r, err := build.RecipeOf(pkg)
+		if err != nil {
+			return err
+		}
+		ts, err := build.Tensors(r)
+		if err != nil {
+			return fmt.Errorf("recipe: %w", err)
+		}
+		for _, t := range ts {
+			byNode[t.Node] = t
+		}
+		if err := build.CheckTensorShapes(pkg, r); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(w, "host tensors (role, binding, dtype, shape; checkpoint name under --weights-prefix, shape out x in):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, t := range ts {
-		ck := ""
-		if t.Checkpoint != "" {
-			ck = fmt.Sprintf("checkpoint %s %v", t.Checkpoint, t.CheckpointShape)
+	for _, kb := range []struct {
+		role string
+		bs   []ipuexe.Binding
+	}{{"input", pkg.Inputs}, {"weight", pkg.Weights}, {"output", pkg.Outputs}} {
+		for _, b := range kb.bs {
+			t, known := byNode[b.Name]
+			shape := "?"
+			switch {
+			case len(b.TensorShape) > 0:
+				shape = fmt.Sprint(b.TensorShape)
+			case known:
+				shape = fmt.Sprint(t.Shape) + " (from the recipe)"
+			}
+			ck := ""
+			if t.Checkpoint != "" {
+				ck = fmt.Sprintf("checkpoint %s %v", t.Checkpoint, t.CheckpointShape)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", kb.role, b.Name, b.DType, shape, ck)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%v\t%s\n", t.Role, t.Node, t.DType, t.Shape, ck)
 	}
 	return tw.Flush()
 }

@@ -110,6 +110,9 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	if err := checkLayout(pkg, pl); err != nil {
 		return nil, err
 	}
+	if err := CheckTensorShapes(pkg, r); err != nil {
+		return nil, err
+	}
 	p := pl.Problem
 	// Plans lowered from compiler/mid describe their host layouts as
 	// rectangles (hostrect.go); the v0 family's layouts are known here.

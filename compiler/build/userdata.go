@@ -10,6 +10,7 @@ import (
 
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/internal/npy"
+	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/internal/safetensors"
 	"github.com/x448/float16"
 )
@@ -305,4 +306,59 @@ func transpose(v []float32, rows, cols int) []float32 {
 		}
 	}
 	return out
+}
+
+// recordTensorShapes records in every binding of pkg the shape of its
+// graph node, so the package says which tensors it binds (ipu inspect)
+// and a run can check user data against it without re-deriving anything.
+func recordTensorShapes(pkg *ipuexe.Package, g *graph.Graph) {
+	for _, bs := range [][]ipuexe.Binding{pkg.Inputs, pkg.Weights, pkg.Outputs} {
+		for i := range bs {
+			n := g.Node(bs[i].Name)
+			if n == nil {
+				for _, o := range g.Outputs() {
+					if o.Name == bs[i].Name {
+						n = o.Node
+					}
+				}
+			}
+			if n == nil {
+				continue
+			}
+			bs[i].TensorShape = make([]uint32, len(n.Shape))
+			for j, d := range n.Shape {
+				bs[i].TensorShape[j] = uint32(d)
+			}
+		}
+	}
+}
+
+// CheckTensorShapes checks a package's recorded tensor shapes (if any)
+// against the recipe's graph: a package whose bindings disagree with the
+// workload its recipe names cannot take user data by those shapes.
+func CheckTensorShapes(pkg *ipuexe.Package, r Recipe) error {
+	ts, err := Tensors(r)
+	if err != nil {
+		return err
+	}
+	want := map[string][]int{}
+	for _, t := range ts {
+		want[t.Node] = t.Shape
+	}
+	for _, bs := range [][]ipuexe.Binding{pkg.Inputs, pkg.Weights, pkg.Outputs} {
+		for _, b := range bs {
+			if len(b.TensorShape) == 0 {
+				continue
+			}
+			w, ok := want[b.Name]
+			got := make([]int, len(b.TensorShape))
+			for i, d := range b.TensorShape {
+				got[i] = int(d)
+			}
+			if !ok || !sameShape(got, w) {
+				return fmt.Errorf("package binds %q as %v, its recipe's workload has %v: the package is damaged or from another compiler version", b.Name, got, w)
+			}
+		}
+	}
+	return nil
 }
