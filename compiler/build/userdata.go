@@ -10,8 +10,8 @@ import (
 
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/internal/npy"
-	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/internal/safetensors"
+	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/x448/float16"
 )
 
