@@ -124,6 +124,11 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 		return nil, fmt.Errorf("plan has no output binding")
 	}
 	t0 := time.Now()
+	for name := range opts.Data {
+		if n := g.Node(name); n == nil || n.DType != graph.F16 || (n.Op != graph.OpInput && n.Op != graph.OpParameter) {
+			return nil, fmt.Errorf("user data for %q: not an f16 input or parameter of the workload", name)
+		}
+	}
 	// f16 returns a host tensor's f16 bits: the user's data when given,
 	// else the seeded generator's.
 	f16 := func(n *graph.Node) []uint16 {
