@@ -245,6 +245,14 @@ func (d *decoder) bindings(path string, get func() (schema.Binding_List, error))
 				b.Shape[j] = shape.At(j)
 			}
 		}
+		ts, err := cb.TensorShape()
+		d.fail(bp+".tensorShape", err)
+		if n := ts.Len(); n > 0 {
+			b.TensorShape = make([]uint32, n)
+			for j := range b.TensorShape {
+				b.TensorShape[j] = ts.At(j)
+			}
+		}
 		sl, err := cb.Slices()
 		d.fail(bp+".slices", err)
 		if n := sl.Len(); n > 0 {

@@ -331,6 +331,16 @@ func (b *builder) bindings(newList func(int32) (schema.Binding_List, error), bs 
 			}
 			shape.Set(j, d)
 		}
+		if len(bd.TensorShape) > 0 {
+			ts, err := cb.NewTensorShape(b.count(len(bd.TensorShape), "tensor shape"))
+			b.check(err)
+			for j, d := range bd.TensorShape {
+				if b.err != nil {
+					return
+				}
+				ts.Set(j, d)
+			}
+		}
 		sl, err := cb.NewSlices(b.count(len(bd.Slices), "slices"))
 		b.check(err)
 		for j, s := range bd.Slices {

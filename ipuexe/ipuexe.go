@@ -195,6 +195,11 @@ type Binding struct {
 	// need is placed once and spread by exchange on the device, so the
 	// host never writes the same bytes twice.
 	Slices []Slice
+	// TensorShape is the host tensor's own shape (the graph's: [tokens,
+	// dim], a weight's [in, out]); Shape above is its packed layout's.
+	// Tools list it and `ipu run` checks user data against it. Nil in
+	// packages written before it was recorded.
+	TensorShape []uint32
 }
 
 // Elements is the product of the shape; ok is false when it overflows.

@@ -90,8 +90,12 @@ func Summary(p *Package) string {
 			for _, s := range bd.Slices {
 				tiles[s.Tile] = true
 			}
-			fmt.Fprintf(&b, "  %s %s %v: %s bytes, %d slices on %d tiles\n",
-				bd.Name, bd.DType, bd.Shape, size, len(bd.Slices), len(tiles))
+			ts := ""
+			if len(bd.TensorShape) > 0 {
+				ts = fmt.Sprintf(" (tensor %v)", bd.TensorShape)
+			}
+			fmt.Fprintf(&b, "  %s %s %v%s: %s bytes, %d slices on %d tiles\n",
+				bd.Name, bd.DType, bd.Shape, ts, size, len(bd.Slices), len(tiles))
 		}
 	}
 

@@ -211,6 +211,13 @@ func (v *validator) bindings(k BindingKind) {
 		if !sizeOK && b.DType.Known() {
 			v.ps.add("%s: shape %v is too large", where, b.Shape)
 		}
+		if len(b.TensorShape) > 0 && sizeOK {
+			// The tensor fits in its packed layout (which may pad it).
+			t := Binding{DType: b.DType, Shape: b.TensorShape}
+			if tb, ok := t.Bytes(); !ok || tb > size {
+				v.ps.add("%s: tensor shape %v does not fit the %d-byte packed layout", where, b.TensorShape, size)
+			}
+		}
 		for j, s := range b.Slices {
 			sw := fmt.Sprintf("%s: slice %d (tile %d, address %#x, length %d)", where, j, s.Tile, s.Address, s.Length)
 			if _, ok := v.tiles[s.Tile]; !ok {

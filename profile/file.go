@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"github.com/ipustack/ipustack/internal/envelope"
+	"github.com/ipustack/ipustack/internal/safefile"
 	"math"
 	"os"
 
@@ -49,7 +50,7 @@ func (p *Profile) WriteFile(name string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(name, data, 0o644)
+	return safefile.WriteFile(name, data, 0o644)
 }
 
 // ReadFile reads and validates the profile file name.

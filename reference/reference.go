@@ -62,7 +62,8 @@ type Result struct {
 }
 
 // Evaluate runs g on the host and returns its outputs by output name. inputs holds the Inputs'
-// data by node name, row-major, as float32 (f16 inputs are rounded to f16 first).
+// data by node name, row-major, as float32 (f16 inputs are rounded to f16 first); it may also
+// hold Parameters' data (user weights), which then replaces their generated data.
 func Evaluate(g *graph.Graph, inputs map[string][]float32, opts Options) (map[string][]float32, error) {
 	r, err := EvaluateDetailed(g, inputs, opts)
 	if err != nil {
@@ -114,7 +115,16 @@ func EvaluateDetailed(g *graph.Graph, inputs map[string][]float32, opts Options)
 			}
 			round(n, v)
 		case graph.OpParameter:
-			v = n.Data()
+			// A parameter given in inputs (user weights) replaces its
+			// generated data.
+			if d, ok := inputs[n.Name]; ok {
+				if len(d) != n.Shape.Elements() {
+					return nil, fmt.Errorf("reference: parameter %q: got %d values, shape %v needs %d", n.Name, len(d), n.Shape, n.Shape.Elements())
+				}
+				v = append([]float32(nil), d...)
+			} else {
+				v = n.Data()
+			}
 			round(n, v)
 		case graph.OpGemm:
 			v = gemm(n, vals[n.Inputs[0].ID], vals[n.Inputs[1].ID])

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ipustack/ipustack/asm"
+	"github.com/ipustack/ipustack/internal/safefile"
 	"github.com/spf13/cobra"
 )
 
@@ -115,6 +116,11 @@ func isIdent(s string) bool {
 // whether it names the input directly, through another spelling of the path
 // or through a symbolic or hard link.
 func refuseOverwrite(out string, inputs ...string) error {
+	return refuseOverwriteFlag("-o", out, inputs...)
+}
+
+// refuseOverwriteFlag is refuseOverwrite for an output given by flag.
+func refuseOverwriteFlag(flag, out string, inputs ...string) error {
 	ao, err := filepath.Abs(out)
 	if err != nil {
 		return fmt.Errorf("output %s: %w", out, err)
@@ -132,73 +138,24 @@ func refuseOverwrite(out string, inputs ...string) error {
 			}
 		}
 		if same {
-			return fmt.Errorf("output %s would overwrite the input %s; choose another -o", out, in)
+			return fmt.Errorf("output %s would overwrite the input %s; choose another %s", out, in, flag)
 		}
 	}
 	return nil
 }
 
 // checkOutput reports, before any work is done, an output path that cannot
-// be written: a directory, or a file in a directory that does not exist.
-func checkOutput(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("output %s is a directory; -o wants a file name", path)
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("output %s: directory %s does not exist", path, dir)
-	case err != nil:
-		return fmt.Errorf("output %s: %w", path, err)
-	case !fi.IsDir():
-		return fmt.Errorf("output %s: %s is not a directory", path, dir)
-	}
-	return nil
-}
+// be written (see internal/safefile).
+func checkOutput(path string) error { return safefile.Check(path) }
 
-// writeFileAtomic writes through a temporary file in the same directory so a
-// failed write never leaves a truncated output behind. Errors name path,
-// never the temporary file.
-func writeFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
+// writeFileAtomic writes an output file the safe way (internal/safefile):
+// a failed write never leaves a truncated output behind.
+func writeFileAtomic(path string, data []byte) error { return safefile.WriteFile(path, data, 0o644) }
 
 // writeAtomic is writeFileAtomic for output produced by write, which may
 // fail half way: the previous content of path, if any, is then kept.
 func writeAtomic(path string, write func(io.Writer) error) error {
-	if err := checkOutput(path); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: cannot create a file in %s: %w", path, filepath.Dir(path), pathErrCause(err))
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(name)
-		return err
-	}
-	if err := write(tmp); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, pathErrCause(err))
-	}
-	if err := os.Chmod(name, 0o644); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, pathErrCause(err))
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, pathErrCause(err))
-	}
-	return nil
+	return safefile.Write(path, 0o644, write)
 }
 
 // pathErrCause strips the operation and (temporary) path from an

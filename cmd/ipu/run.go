@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ipustack/ipustack/compiler/build"
@@ -22,9 +23,10 @@ func newRunCmd() *cobra.Command {
 		dev      string
 		lockWait time.Duration
 		profPath string
+		ud       userDataFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run [FILE.ipuexe | --workload NAME [shape flags] [--tiles N]] [--json] [--profile FILE]",
+		Use:   "run [FILE.ipuexe | --workload NAME [shape flags] [--tiles N]] [--weights FILE.safetensors [--weights-prefix P]] [--input FILE.npy] [--output FILE.npy] [--json] [--profile FILE]",
 		Short: "run a package (or build and run a workload) on a device and check it",
 		Long: `run runs an application package built by ipu build, or builds the workload
 given by the flags (default: siglip-mlp-f16 on 1472 tiles) and runs it, on the
@@ -33,7 +35,15 @@ and prints one metrics line of key=value (--json: one JSON object). It exits 0
 only when numericalTest=PASS. --profile FILE also writes the run profile
 (per-tile steps from the cycle samples, exchange phases, memory maps, plan;
 see docs/PROFILE.md and ipu profile) and adds profile= and samples= to the
-metrics.`,
+metrics.
+
+By default the input and weights are seeded random data (data=seeded in the
+metrics). --weights reads the MLP's weights from a safetensors checkpoint by
+their Hugging Face names under --weights-prefix, --input reads the input from
+an .npy, and --output writes the device's result as .npy; the host reference
+runs on the same data (data=user). These also apply to a package file: a
+package is code and runs with any data of the shapes it binds (ipu inspect
+lists them).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -44,11 +54,13 @@ metrics.`,
 				pl  *low.Plan
 			)
 			start := time.Now()
+			var ro build.RunOptions
 			if len(args) == 1 {
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
-					switch f.Name {
-					case "json", "device", "lock-wait", "no-kernel-cache", "profile":
+					switch {
+					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile"}, f.Name),
+						slices.Contains(ud.names(), f.Name):
 					default:
 						changed = append(changed, "--"+f.Name)
 					}
@@ -63,9 +75,21 @@ metrics.`,
 				if r, err = build.RecipeOf(pkg); err != nil {
 					return fmt.Errorf("run: %s: %w", args[0], err)
 				}
+				if ud.output != "" {
+					if err := refuseOverwriteFlag("--output", ud.output, args[0]); err != nil {
+						return fmt.Errorf("run: %w", err)
+					}
+				}
+				if err := ud.apply(r, &ro); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
 			} else {
 				var err error
 				if r, err = wf.recipe(); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+				// User data is read before the build, so a bad file fails fast.
+				if err := ud.apply(r, &ro); err != nil {
 					return fmt.Errorf("run: %w", err)
 				}
 				res, err := build.Compile(ctx, build.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version})
@@ -84,7 +108,8 @@ metrics.`,
 				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
 			}
 			t0 := time.Now()
-			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: device.Options{LockWait: lockWait}, Profile: profPath})
+			ro.Device, ro.DeviceOptions, ro.Profile = dev, device.Options{LockWait: lockWait}, profPath
+			m, err := build.Run(ctx, pkg, r, g, pl, ro)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
@@ -104,6 +129,7 @@ metrics.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metrics as one JSON object")
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
+	ud.register(cmd.Flags())
 	cmd.Flags().StringVar(&profPath, "profile", "", "write the run profile to this file (adds profile= and samples= to the metrics)")
 	return cmd
 }

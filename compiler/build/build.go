@@ -399,6 +399,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 				return err
 			}
 			res.Package.Recipe = string(rj)
+			recordTensorShapes(res.Package, res.Graph)
 			return res.Package.Validate(target.IPU21())
 		}},
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ipustack/ipustack/reference"
 	"github.com/ipustack/ipustack/runtime"
 	"github.com/ipustack/ipustack/target"
+	"github.com/x448/float16"
 )
 
 // Metrics is the run's metrics line.
@@ -35,6 +36,8 @@ type Metrics struct {
 	Device               string  `json:"device"`
 	InputBytes           int64   `json:"inputBytes"`
 	WeightBytes          int64   `json:"weightBytes"`
+	// Data is "user" when RunOptions.Data gave any host tensor, else "seeded".
+	Data string `json:"data"`
 	// Profile is the profile file written (RunOptions.Profile) and Samples
 	// the cycle samples it was built from; both absent without one.
 	Profile string `json:"profile,omitempty"`
@@ -51,7 +54,7 @@ func (m *Metrics) Line() string {
 		{"peakTflops", f(m.PeakTflops, 3)}, {"efficiencyPercent", f(m.EfficiencyPercent, 2)},
 		{"maximumAbsoluteError", f(m.MaximumAbsoluteError, 6)}, {"numericalTest", m.NumericalTest},
 		{"device", m.Device}, {"inputBytes", strconv.FormatInt(m.InputBytes, 10)},
-		{"weightBytes", strconv.FormatInt(m.WeightBytes, 10)},
+		{"weightBytes", strconv.FormatInt(m.WeightBytes, 10)}, {"data", m.Data},
 	}
 	if m.Profile != "" {
 		kv = append(kv, [2]string{"profile", m.Profile}, [2]string{"samples", strconv.FormatUint(m.Samples, 10)})
@@ -77,6 +80,13 @@ type RunOptions struct {
 	// Profile, when set, is the file that receives the run profile
 	// (see Profile and docs/PROFILE.md).
 	Profile string
+	// Data holds user host tensors by graph node name (LoadWeights,
+	// LoadInput): row-major in the graph's shape, rounded to f16. They
+	// replace the seeded data on the device and in the host reference.
+	Data map[string][]float32
+	// Output, when set, receives the device's result (row-major, the
+	// output node's shape) before the numerical check decides.
+	Output func(rows, cols int, got []float32) error
 }
 
 // Run runs a package built from recipe on a device, checks the output and
@@ -100,6 +110,9 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	if err := checkLayout(pkg, pl); err != nil {
 		return nil, err
 	}
+	if err := CheckTensorShapes(pkg, r); err != nil {
+		return nil, err
+	}
 	p := pl.Problem
 	// Plans lowered from compiler/mid describe their host layouts as
 	// rectangles (hostrect.go); the v0 family's layouts are known here.
@@ -111,38 +124,51 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 		return nil, fmt.Errorf("plan has no output binding")
 	}
 	t0 := time.Now()
+	for name := range opts.Data {
+		if n := g.Node(name); n == nil || n.DType != graph.F16 || (n.Op != graph.OpInput && n.Op != graph.OpParameter) {
+			return nil, fmt.Errorf("user data for %q: not an f16 input or parameter of the workload", name)
+		}
+	}
+	// f16 returns a host tensor's f16 bits: the user's data when given,
+	// else the seeded generator's.
+	f16 := func(n *graph.Node) []uint16 {
+		if v, ok := opts.Data[n.Name]; ok && n.DType == graph.F16 {
+			return f16Bits(v)
+		}
+		return n.DataF16()
+	}
 	inputs := map[string][]byte{}
 	weights := map[string][]byte{}
 	var inputBytes, weightBytes int64
 	outName := ""
 	if rects {
 		outName = pl.Outputs[0].Name
-		if inputBytes, err = packBindings(g, pl.Inputs, inputs); err != nil {
+		if inputBytes, err = packBindings(g, pl.Inputs, inputs, f16); err != nil {
 			return nil, err
 		}
-		if weightBytes, err = packBindings(g, pl.Weights, weights); err != nil {
+		if weightBytes, err = packBindings(g, pl.Weights, weights, f16); err != nil {
 			return nil, err
 		}
 	} else {
-		x := g.Node(p.Input).DataF16()
+		x := f16(g.Node(p.Input))
 		if p.Kind == low.KindMLP {
 			inputs[p.Input] = packActivations(pl, x)
 			for _, blk := range p.Blocks {
-				weights[blk.W1] = packW1(pl, g.Node(blk.W1).DataF16())
-				weights[blk.W2] = packW2(pl, g.Node(blk.W2).DataF16())
+				weights[blk.W1] = packW1(pl, f16(g.Node(blk.W1)))
+				weights[blk.W2] = packW2(pl, f16(g.Node(blk.W2)))
 				if p.Biases {
-					weights[blk.B1] = packB1(pl, g.Node(blk.B1).DataF16())
-					weights[blk.B2] = packB2(pl, g.Node(blk.B2).DataF16())
+					weights[blk.B1] = packB1(pl, f16(g.Node(blk.B1)))
+					weights[blk.B2] = packB2(pl, f16(g.Node(blk.B2)))
 				}
 			}
 		} else {
 			inputs[p.Input] = packInput(pl, x)
-			weights[p.W1] = packW1(pl, g.Node(p.W1).DataF16())
+			weights[p.W1] = packW1(pl, f16(g.Node(p.W1)))
 		}
 	}
 	log.Info("prepared reference inputs", "elapsed_ms", time.Since(t0).Milliseconds())
 	t1 := time.Now()
-	ref, err := reference.EvaluateDetailed(g, nil, reference.Options{Precision: reference.Device, GenerateMissing: true})
+	ref, err := reference.EvaluateDetailed(g, opts.Data, reference.Options{Precision: reference.Device, GenerateMissing: true})
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +191,15 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	}
 	if err != nil {
 		return nil, err
+	}
+	if opts.Output != nil {
+		on := g.Outputs()[0].Node
+		if len(on.Shape) != 2 || on.Shape.Elements() != len(got) {
+			return nil, fmt.Errorf("output %q: shape %v does not hold %d values", outName, on.Shape, len(got))
+		}
+		if err := opts.Output(on.Shape[0], on.Shape[1], got); err != nil {
+			return nil, err
+		}
 	}
 	want := ref.Outputs[outName]
 	tol := ref.Tolerances[outName]
@@ -190,7 +225,10 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	tg := target.IPU21()
 	m := &Metrics{Workload: name, Tiles: len(pkg.Tiles), ActiveTiles: activeTiles(pl),
 		Cycles: res.Cycles, MinimumTileCycles: res.MinimumTileCycles,
-		MaximumAbsoluteError: maxErr, NumericalTest: verdict, Device: dev}
+		MaximumAbsoluteError: maxErr, NumericalTest: verdict, Device: dev, Data: "seeded"}
+	if len(opts.Data) > 0 {
+		m.Data = "user"
+	}
 	m.DeviceMicroseconds = tg.Microseconds(int64(res.Cycles))
 	m.PeakTflops = float64(m.Tiles) * float64(tg.FlopsPerCycleF16) * tg.ClockHz / 1e12
 	if res.Cycles > 0 {
@@ -245,14 +283,14 @@ func activeTiles(pl *low.Plan) int {
 // packBindings packs every rectangle binding of bs from its graph node's
 // data into packed (name -> bytes) and returns the f16 size of those nodes
 // (the metrics' input/weight bytes: the tensors, not their padded layouts).
-func packBindings(g *graph.Graph, bs []low.HostBinding, packed map[string][]byte) (int64, error) {
+func packBindings(g *graph.Graph, bs []low.HostBinding, packed map[string][]byte, f16 func(*graph.Node) []uint16) (int64, error) {
 	var size int64
 	for _, b := range bs {
 		n := g.Node(b.Name)
 		if n == nil {
 			return 0, fmt.Errorf("host binding %q: no such graph node", b.Name)
 		}
-		data := n.DataF16()
+		data := f16(n)
 		if data == nil {
 			return 0, fmt.Errorf("host binding %q: graph node has no f16 data", b.Name)
 		}
@@ -287,4 +325,13 @@ func checkLayout(pkg *ipuexe.Package, pl *low.Plan) error {
 		return err
 	}
 	return check("outputs", pkg.Outputs, pl.Outputs)
+}
+
+// f16Bits converts f16-exact float32 values to their f16 bits.
+func f16Bits(v []float32) []uint16 {
+	out := make([]uint16, len(v))
+	for i, x := range v {
+		out[i] = float16.Fromfloat32(x).Bits()
+	}
+	return out
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ipustack/ipustack/internal/safefile"
 )
 
 // Snapshots: a build's exchange phases as JSON, so that the scheduler can
@@ -196,24 +198,17 @@ func ReadSnapshotFile(path string) (*Snapshot, error) {
 
 // WriteSnapshotFile writes a snapshot file, gzip-compressed when the name
 // ends in .gz.
-func WriteSnapshotFile(path string, s *Snapshot) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
+func WriteSnapshotFile(path string, s *Snapshot) error {
+	return safefile.Write(path, 0o644, func(f io.Writer) error {
+		if !strings.HasSuffix(path, ".gz") {
+			return WriteSnapshot(f, s)
 		}
-	}()
-	if !strings.HasSuffix(path, ".gz") {
-		return WriteSnapshot(f, s)
-	}
-	zw := gzip.NewWriter(f)
-	if err := WriteSnapshot(zw, s); err != nil {
-		return err
-	}
-	return zw.Close()
+		zw := gzip.NewWriter(f)
+		if err := WriteSnapshot(zw, s); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
 }
 
 // ExportPhases writes each phase to DIR/exchange-phase-NNN.json (NNN: its

@@ -65,6 +65,11 @@ struct Binding {
   dtype @1 :Text;             # "f16", "f32", ... (ipuexe.DType)
   shape @2 :List(UInt32);
   slices @3 :List(Slice);
+  # The host tensor's own shape (the graph's, e.g. [tokens, dim] or a
+  # weight's [in, out]), which shape above (the packed layout's) does not
+  # show; what `ipu inspect` lists and `ipu run --weights/--input` are
+  # checked against. Empty in packages written before it was added.
+  tensorShape @4 :List(UInt32);
 }
 
 # A byte range of a tensor placed on one tile.

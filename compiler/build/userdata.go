@@ -1,0 +1,364 @@
+package build
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/internal/npy"
+	"github.com/ipustack/ipustack/internal/safetensors"
+	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/x448/float16"
+)
+
+// User data: the host tensors a run takes from the user's files instead of
+// the seeded generator (graph/data.go). A package is code: its bindings
+// name graph nodes (x, block0.fc1.weight, ...) whose shapes its recipe
+// fixes, so any data of those shapes runs on it. This file maps the
+// user's files onto those nodes: a safetensors checkpoint with Hugging Face
+// names (PyTorch Linear, out x in) onto the MLP's parameters (in x out),
+// and an .npy array onto the input.
+
+// Tensor is one host tensor a workload binds, as `ipu inspect` lists it.
+type Tensor struct {
+	Node  string // graph node (binding) name
+	Role  string // "input", "weight" or "output"
+	DType string // device dtype
+	Shape []int  // the graph's shape (in x out for weights)
+	// Checkpoint is the tensor's name in a Hugging Face checkpoint, after
+	// --weights-prefix ("" for tensors not read from one), and
+	// CheckpointShape its shape there (out x in).
+	Checkpoint      string
+	CheckpointShape []int
+}
+
+// Tensors lists the host tensors of the recipe's workload: inputs, then
+// parameters, then outputs, in graph order.
+func Tensors(r Recipe) ([]Tensor, error) {
+	g, err := graph.Preset(r.Workload, r.Flags)
+	if err != nil {
+		return nil, err
+	}
+	var out []Tensor
+	for _, n := range g.Inputs() {
+		out = append(out, Tensor{Node: n.Name, Role: "input", DType: n.DType.String(), Shape: slices.Clone([]int(n.Shape))})
+	}
+	mlp := isMLP(g)
+	for _, n := range g.Parameters() {
+		t := Tensor{Node: n.Name, Role: "weight", DType: n.DType.String(), Shape: slices.Clone([]int(n.Shape))}
+		if mlp {
+			t.Checkpoint, t.CheckpointShape = checkpointName(n, r.Flags.MLP.Blocks)
+		}
+		out = append(out, t)
+	}
+	for _, o := range g.Outputs() {
+		out = append(out, Tensor{Node: o.Name, Role: "output", DType: o.Node.DType.String(), Shape: slices.Clone([]int(o.Node.Shape))})
+	}
+	return out, nil
+}
+
+// isMLP reports whether g is the MLP preset (its parameters are named
+// block<i>.fc<1|2>.<weight|bias>).
+func isMLP(g *graph.Graph) bool {
+	ps := g.Parameters()
+	for _, p := range ps {
+		if _, _, ok := mlpParam(p.Name); !ok {
+			return false
+		}
+	}
+	return len(ps) > 0
+}
+
+// mlpParam splits "block3.fc1.weight" into block 3 and "fc1.weight".
+func mlpParam(name string) (block int, rest string, ok bool) {
+	b, rest, ok := strings.Cut(name, ".")
+	if !ok || !strings.HasPrefix(b, "block") {
+		return 0, "", false
+	}
+	if _, err := fmt.Sscanf(b, "block%d", &block); err != nil {
+		return 0, "", false
+	}
+	switch rest {
+	case "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias":
+		return block, rest, true
+	}
+	return 0, "", false
+}
+
+// checkpointName is a parameter's Hugging Face name relative to
+// --weights-prefix and its shape there: "fc1.weight" for a one-block MLP,
+// "<i>.mlp.fc1.weight" for block i of a multi-block one (the prefix then
+// names the layer list, e.g. vision_model.encoder.layers.). Weights are
+// stored out x in, the transpose of the graph's.
+func checkpointName(n *graph.Node, blocks int) (string, []int) {
+	b, rest, _ := mlpParam(n.Name)
+	name := rest
+	if blocks > 1 {
+		name = fmt.Sprintf("%d.mlp.%s", b, rest)
+	}
+	shape := slices.Clone([]int(n.Shape))
+	if len(shape) == 2 {
+		shape = []int{shape[1], shape[0]}
+	}
+	return name, shape
+}
+
+// Rounding counts what rounding to the device precision did to a tensor.
+type Rounding struct {
+	Overflow, Flushed int // values beyond f16's range; nonzero values that became zero
+	NonFinite         int // NaN or Inf in the file
+}
+
+// toDevice rounds v in place to f16 (the device precision) and counts the
+// values it cannot hold.
+func toDevice(v []float32) Rounding {
+	var r Rounding
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			r.NonFinite++
+			continue
+		}
+		h := float16.Fromfloat32(x).Float32()
+		switch {
+		case math.IsInf(float64(h), 0):
+			r.Overflow++
+		case h == 0 && x != 0:
+			r.Flushed++
+		}
+		v[i] = h
+	}
+	return r
+}
+
+// report warns about (or, strict, refuses) a tensor's rounding losses.
+func (r Rounding) report(log *slog.Logger, file, tensor string, strict bool) error {
+	if r.NonFinite > 0 {
+		return fmt.Errorf("%s: tensor %q: %d values are NaN or Inf", file, tensor, r.NonFinite)
+	}
+	if r.Overflow == 0 && r.Flushed == 0 {
+		return nil
+	}
+	if strict {
+		return fmt.Errorf("%s: tensor %q: %d values overflow f16 (|x| > 65504) and %d nonzero values flush to zero (--strict)",
+			file, tensor, r.Overflow, r.Flushed)
+	}
+	log.Warn("values changed by rounding to the device's f16", "file", file, "tensor", tensor,
+		"overflow", r.Overflow, "flushed_to_zero", r.Flushed)
+	return nil
+}
+
+// LoadWeights reads the MLP's parameters from the safetensors checkpoint
+// path, under prefix, into data (graph node name -> values in the graph's
+// shape, rounded to f16). Every parameter must be there with its shape; a
+// checkpoint bias the workload does not have is an error (dropping it would
+// give a silently wrong answer).
+func LoadWeights(r Recipe, path, prefix string, strict bool, log *slog.Logger, data map[string][]float32) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	g, err := graph.Preset(r.Workload, r.Flags)
+	if err != nil {
+		return err
+	}
+	if !isMLP(g) {
+		return fmt.Errorf("--weights: workload %q has no checkpoint names; --weights reads the MLP workloads' fc1/fc2 tensors", r.Workload)
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("--weights: %w", err)
+	}
+	defer f.Close()
+	blocks := r.Flags.MLP.Blocks
+	for _, n := range g.Parameters() {
+		rel, want := checkpointName(n, blocks)
+		name := prefix + rel
+		t := f.Tensor(name)
+		if t == nil {
+			var hint string
+			if near := f.Names(prefix, 8); blocks == 1 && f.Tensor(prefix+"0.mlp."+rel) != nil {
+				hint = fmt.Sprintf("; %q exists: one block reads one layer, e.g. --weights-prefix %s0.mlp. (or build with --blocks N to read layers 0..N-1)", prefix+"0.mlp."+rel, prefix)
+			} else if len(near) > 0 {
+				hint = fmt.Sprintf("; tensors under %q: %s", prefix, strings.Join(near, ", "))
+			} else {
+				hint = fmt.Sprintf("; the file has %d tensors, none under %q", len(f.Tensors()), prefix)
+			}
+			return fmt.Errorf("%s: no tensor %q (%s %v, for %s)%s", path, name, "F32/F16/BF16", want, n.Name, hint)
+		}
+		if !sameShape(t.Shape, want) {
+			return fmt.Errorf("%s: tensor %q: shape %v, the workload needs %v (out x in; workload %s)", path, name, t.Shape, want, n.Name)
+		}
+		v, err := f.Float32s(t)
+		if err != nil {
+			return fmt.Errorf("%s: tensor %q: dtype %s, want F32, F16 or BF16", path, name, t.DType)
+		}
+		if len(want) == 2 {
+			v = transpose(v, want[0], want[1])
+		}
+		if err := toDevice(v).report(log, path, name, strict); err != nil {
+			return err
+		}
+		data[n.Name] = v
+	}
+	// Biases in the checkpoint the workload would ignore.
+	if !r.Flags.MLP.Biases {
+		for b := 0; b < blocks; b++ {
+			for _, rest := range []string{"fc1.bias", "fc2.bias"} {
+				rel := rest
+				if blocks > 1 {
+					rel = fmt.Sprintf("%d.mlp.%s", b, rest)
+				}
+				if f.Tensor(prefix+rel) != nil {
+					return fmt.Errorf("%s: has %q but the workload has no biases: build with --biases", path, prefix+rel)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// LoadInput reads the .npy input path for the workload's input node into
+// data. The array is [rows, dim] or, for a batch, [batch, tokens, dim]
+// (rows = batch*tokens); it returns the array's shape, which the output
+// then takes.
+func LoadInput(r Recipe, path string, strict bool, log *slog.Logger, data map[string][]float32) ([]int, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	g, err := graph.Preset(r.Workload, r.Flags)
+	if err != nil {
+		return nil, err
+	}
+	ins := g.Inputs()
+	if len(ins) != 1 {
+		return nil, fmt.Errorf("--input: workload %q has %d inputs, want 1", r.Workload, len(ins))
+	}
+	in := ins[0]
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--input: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("--input: %w", err)
+	}
+	size := fi.Size()
+	if !fi.Mode().IsRegular() {
+		size = -1
+	}
+	a, err := npy.Read(f, size)
+	if err != nil {
+		return nil, fmt.Errorf("--input %s: %w", path, err)
+	}
+	dims := slices.Clone([]int(in.Shape))
+	ok := sameShape(a.Shape, dims)
+	if !ok && len(a.Shape) == 3 && len(dims) == 2 && a.Shape[2] == dims[1] && a.Shape[0]*a.Shape[1] == dims[0] {
+		ok = isMLP(g) && a.Shape[0] == r.Flags.MLP.Batch
+	}
+	if !ok {
+		want := fmt.Sprint(dims)
+		if isMLP(g) {
+			c := r.Flags.MLP
+			want = fmt.Sprintf("[%d %d] (tokens x dim) or [%d %d %d] (batch x tokens x dim)", c.Rows(), c.Dim, c.Batch, c.Tokens, c.Dim)
+		}
+		return nil, fmt.Errorf("--input %s: shape %v (%s), the workload needs %s", path, a.Shape, a.DType, want)
+	}
+	v := a.Data
+	if err := toDevice(v).report(log, path, in.Name, strict); err != nil {
+		return nil, err
+	}
+	data[in.Name] = v
+	return a.Shape, nil
+}
+
+// OutputShape is the shape an output of n rows x cols is written in: the
+// input's shape's leading dimensions when the input was given, so a
+// [batch, tokens, dim] input gives a [batch, tokens, dim] output.
+func OutputShape(inShape []int, rows, cols int) []int {
+	if len(inShape) == 3 && inShape[0]*inShape[1] == rows {
+		return []int{inShape[0], inShape[1], cols}
+	}
+	return []int{rows, cols}
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// transpose turns a row-major [rows][cols] matrix into [cols][rows].
+func transpose(v []float32, rows, cols int) []float32 {
+	out := make([]float32, len(v))
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			out[j*rows+i] = v[i*cols+j]
+		}
+	}
+	return out
+}
+
+// recordTensorShapes records in every binding of pkg the shape of its
+// graph node, so the package says which tensors it binds (ipu inspect)
+// and a run can check user data against it without re-deriving anything.
+func recordTensorShapes(pkg *ipuexe.Package, g *graph.Graph) {
+	for _, bs := range [][]ipuexe.Binding{pkg.Inputs, pkg.Weights, pkg.Outputs} {
+		for i := range bs {
+			n := g.Node(bs[i].Name)
+			if n == nil {
+				for _, o := range g.Outputs() {
+					if o.Name == bs[i].Name {
+						n = o.Node
+					}
+				}
+			}
+			if n == nil {
+				continue
+			}
+			bs[i].TensorShape = make([]uint32, len(n.Shape))
+			for j, d := range n.Shape {
+				bs[i].TensorShape[j] = uint32(d)
+			}
+		}
+	}
+}
+
+// CheckTensorShapes checks a package's recorded tensor shapes (if any)
+// against the recipe's graph: a package whose bindings disagree with the
+// workload its recipe names cannot take user data by those shapes.
+func CheckTensorShapes(pkg *ipuexe.Package, r Recipe) error {
+	ts, err := Tensors(r)
+	if err != nil {
+		return err
+	}
+	want := map[string][]int{}
+	for _, t := range ts {
+		want[t.Node] = t.Shape
+	}
+	for _, bs := range [][]ipuexe.Binding{pkg.Inputs, pkg.Weights, pkg.Outputs} {
+		for _, b := range bs {
+			if len(b.TensorShape) == 0 {
+				continue
+			}
+			w, ok := want[b.Name]
+			got := make([]int, len(b.TensorShape))
+			for i, d := range b.TensorShape {
+				got[i] = int(d)
+			}
+			if !ok || !sameShape(got, w) {
+				return fmt.Errorf("package binds %q as %v, its recipe's workload has %v: the package is damaged or from another compiler version", b.Name, got, w)
+			}
+		}
+	}
+	return nil
+}
