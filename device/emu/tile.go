@@ -144,6 +144,8 @@ type Tile struct {
 	// AMP state: $CWEI weight registers written through $CCCSLOAD, and the
 	// accumulators. See amp.go.
 	amp ampState
+	// assume is the set of switchable assumptions in force (assumptions.go).
+	assume AssumptionSet
 
 	fault *Fault
 	// cur is the context executing and curPC the PC of the bundle being
@@ -164,7 +166,7 @@ type Tile struct {
 
 // NewTile returns a tile with zeroed SRAM, every context idle.
 func NewTile(id int) *Tile {
-	t := &Tile{ID: id, mem: make([]byte, sramBytes)}
+	t := &Tile{ID: id, mem: make([]byte, sramBytes), assume: DefaultAssumptions}
 	t.Sup.Worker = -1
 	t.Sup.CSR[csrTileID] = uint32(id)
 	// The receive paths start with nothing selected (our assumption).
