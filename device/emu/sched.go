@@ -125,9 +125,10 @@ func (t *Tile) Run(maxCycles uint64) (Result, error) {
 		}
 		if sup.State == WaitingSync && sup.syncZone == uint32(localZone) && t.running == 0 {
 			// The LOCAL barrier completes once every worker has exited;
-			// the supervisor continues the cycle after the last exit.
+			// the supervisor continues after the rendezvous latency
+			// (latency.go).
 			sup.State = Running
-			sup.next = max(sup.next, t.lastExit+1)
+			sup.next = max(sup.next, localSyncResume(t.lastExit))
 		}
 		if sup.State == Running && t.running != 0x3F {
 			c := max(sup.next, t.cycle)

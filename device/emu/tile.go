@@ -303,8 +303,8 @@ func (t *Tile) startWorker(w int, pc, vertex uint32) {
 	c.rptCount, c.rptEnd = 0, 0
 	c.State = Running
 	// A worker issues only in its own slot (cycle mod 6 == w), from the
-	// first such slot after the cycle that started it.
-	c.next = nextSlot(t.cycle+1, w)
+	// first such slot after its launch latency (latency.go).
+	c.next = workerFirstIssue(t.cycle, w)
 	t.running |= 1 << w
 }
 
