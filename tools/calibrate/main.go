@@ -52,8 +52,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var inc includes
 	fs.Var(&inc, "I", "include directory for #include (repeatable)")
 	only := fs.String("only", "", "run only the figures whose name contains this")
-	conservative := fs.Bool("conservative", false, "")
-	_ = conservative
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: calibrate [-I DIR]... [-only NAME] DIR")
 		fs.PrintDefaults()
@@ -107,7 +105,7 @@ func calibrate(dir string, inc []string, only string) ([]row, error) {
 			}
 			objs[key] = obj
 		}
-		c, err := runCall(obj, f)
+		c, _, err := runCall(obj, f)
 		if err != nil {
 			return nil, fmt.Errorf("figure %s: %w", f.name, err)
 		}
@@ -140,20 +138,21 @@ _start:
 	.size _start, .-_start
 `
 
-// runCall runs one figure's call and returns its cycles, call to return.
-func runCall(obj *elf.Object, f figure) (uint64, error) {
+// runCall runs one figure's call and returns its cycles, call to return,
+// and the tile after it.
+func runCall(obj *elf.Object, f figure) (uint64, *emu.Tile, error) {
 	stub, err := asm.Assemble("harness.S", []byte(harness), asm.Options{Defines: map[string]string{"KERNEL_ENTRY": f.entry}})
 	if err != nil {
-		return 0, fmt.Errorf("BUG: harness: %w", err)
+		return 0, nil, fmt.Errorf("BUG: harness: %w", err)
 	}
 	img, err := elf.Link([]*elf.Object{stub, obj}, elf.LinkOptions{Entry: "_start"})
 	if err != nil {
-		return 0, fmt.Errorf("link entry %s: %w", f.entry, err)
+		return 0, nil, fmt.Errorf("link entry %s: %w", f.entry, err)
 	}
 	t := emu.NewTile(0)
 	for _, seg := range img.Segments {
 		if err := t.Write(seg.Addr, seg.Data); err != nil {
-			return 0, fmt.Errorf("load: %w", err)
+			return 0, nil, fmt.Errorf("load: %w", err)
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -164,7 +163,7 @@ func runCall(obj *elf.Object, f figure) (uint64, error) {
 			buf[i], buf[i+1] = byte(h), byte(h>>8)
 		}
 		if err := t.Write(fl.addr, buf); err != nil {
-			return 0, fmt.Errorf("fill 0x%x:%d: %w", fl.addr, fl.bytes, err)
+			return 0, nil, fmt.Errorf("fill 0x%x:%d: %w", fl.addr, fl.bytes, err)
 		}
 	}
 	for r, v := range f.regs {
@@ -173,14 +172,14 @@ func runCall(obj *elf.Object, f figure) (uint64, error) {
 	t.Start(img.Entry)
 	res, err := t.Run(1 << 32)
 	if err != nil {
-		return 0, fmt.Errorf("run: %w", err)
+		return 0, nil, fmt.Errorf("run: %w", err)
 	}
 	if res.Reason != emu.StopSync || res.Zone != int(target.SyncInternal) {
-		return 0, fmt.Errorf("entry %s did not return to the harness: %s", f.entry, res)
+		return 0, nil, fmt.Errorf("entry %s did not return to the harness: %s", f.entry, res)
 	}
 	// The harness's sync issued in the last cycle; the call issued in
 	// cycle 0 and counts as the call's first cycle (kernels/bench).
-	return res.Cycle - 2, nil
+	return res.Cycle - 2, t, nil
 }
 
 func printTable(w io.Writer, rows []row) {
