@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/kernels/bench"
+	"github.com/ipustack/ipustack/target"
 	"github.com/x448/float16"
 )
 
@@ -132,4 +133,20 @@ func TestTileRunErrors(t *testing.T) {
 	if b, err := os.ReadFile(sumSrc); err != nil || !strings.Contains(string(b), "sum_worker") {
 		t.Fatal("sum.S was touched")
 	}
+}
+
+// FuzzTileSpan: parseSpan never panics and only accepts ranges in SRAM.
+func FuzzTileSpan(f *testing.F) {
+	f.Add("0x80000", "256")
+	f.Add("0xE7FF0", "0x10")
+	f.Add("-1", "0")
+	f.Fuzz(func(t *testing.T, a, n string) {
+		s, err := parseSpan("--fill", a, n)
+		if err != nil {
+			return
+		}
+		if s.size == 0 || uint64(s.addr) < target.SRAMBase || uint64(s.addr)+uint64(s.size) > target.SRAMEnd {
+			t.Fatalf("accepted %q:%q as [0x%x, +0x%x)", a, n, s.addr, s.size)
+		}
+	})
 }
