@@ -48,7 +48,7 @@ metrics.`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch f.Name {
-					case "json", "device", "lock-wait", "no-kernel-cache", "profile":
+					case "json", "device", "lock-wait", "no-kernel-cache", "profile", "conservative":
 					default:
 						changed = append(changed, "--"+f.Name)
 					}
@@ -84,7 +84,8 @@ metrics.`,
 				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
 			}
 			t0 := time.Now()
-			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: device.Options{LockWait: lockWait}, Profile: profPath})
+			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: device.Options{LockWait: lockWait}, Profile: profPath,
+				Conservative: wf.conservative})
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}

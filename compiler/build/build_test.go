@@ -317,7 +317,7 @@ func TestMetricsLineKeys(t *testing.T) {
 	for _, kv := range strings.Fields(m.Line()) {
 		keys = append(keys, strings.SplitN(kv, "=", 2)[0])
 	}
-	want := "workload tiles activeTiles cycles minimumTileCycles deviceMicroseconds effectiveGemmTflops peakTflops efficiencyPercent maximumAbsoluteError numericalTest device inputBytes weightBytes"
+	want := "workload tiles activeTiles cycles minimumTileCycles deviceMicroseconds effectiveGemmTflops peakTflops efficiencyPercent maximumAbsoluteError numericalTest device inputBytes weightBytes assumptions"
 	if got := strings.Join(keys, " "); got != want {
 		t.Fatalf("keys %q, want %q", got, want)
 	}

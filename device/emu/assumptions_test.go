@@ -256,3 +256,49 @@ func TestConservativeClearsAMPState(t *testing.T) {
 		}
 	}
 }
+
+// TestConservativeClearAfterBundle: an AMP instruction co-issued with the
+// exit completes before the conservative clear: it drains row A's sums.
+func TestConservativeClearAfterBundle(t *testing.T) {
+	src := strings.Replace(ampStateSrc, `	{ nop ; f16v4hihov4amp $a4:5, $a0:1, $azeros, 3 }
+	{ exitz $mzero ; fnop }`, `	{ nop ; f16v4hihov4amp $a4:5, $a0:1, $azeros, 3 }
+	{ nop ; f16v4hihov4amp $a4:5, $a0:1, $azeros, 0 }
+	{ nop ; f16v4hihov4amp $a4:5, $a0:1, $azeros, 1 }
+	{ nop ; f16v4hihov4amp $a4:5, $a0:1, $azeros, 2 }
+	{ exitz $mzero ; f16v4hihov4amp $a6:7, $a0:1, $azeros, 3 }`, 1)
+	if src == ampStateSrc {
+		t.Fatal("BUG: test source not rewritten")
+	}
+	tl, _ := loadAsm(t, src)
+	w := make([]uint32, 256)
+	for i := range w {
+		w[i] = 0x3C003C00
+	}
+	if err := tl.WriteWords(0x90000, w); err != nil {
+		t.Fatal(err)
+	}
+	tl.SetAssumptions(ConservativeAssumptions)
+	if res, err := tl.Run(1 << 20); err != nil || res.Reason != StopSync {
+		t.Fatalf("%v, %v", res, err)
+	}
+	if got := tl.Workers[0].A[6]; got != 0x44004400 {
+		t.Errorf("AMP co-issued with exitz drained %08x, want 44004400 (row A's sums, before the clear)", got)
+	}
+}
+
+// FuzzParseAssumptions: any text either fails or round-trips through String.
+func FuzzParseAssumptions(f *testing.F) {
+	for _, s := range []string{"", "conservative", "amp-state-retained", "amp-state-retained,amp-state-retained", "worker-slot", ","} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseAssumptions(text)
+		if err != nil {
+			return
+		}
+		back, err := ParseAssumptions(s.String())
+		if err != nil || back != s {
+			t.Fatalf("%q -> %#x -> %q -> %#x, %v", text, uint32(s), s.String(), uint32(back), err)
+		}
+	})
+}

@@ -219,6 +219,17 @@ func (t *Tile) issue(c *Context) {
 		t.execPair(c, b)
 	}
 	t.issuing = false
+	if t.exited {
+		t.exited = false
+		if !t.assume.Has(AssumeAMPStateRetained) {
+			// Conservative alternative of amp-state-retained: the AMP
+			// pipeline (the partial sums being accumulated and the
+			// finished sums not yet drained) does not survive the exit.
+			// Applied after the whole bundle, so an AMP instruction
+			// co-issued with the exit completes first.
+			t.amp.acc[c.Worker] = ampAcc{}
+		}
+	}
 	if t.clearAfterIssue {
 		t.clearAfterIssue = false
 		t.invalidate(pc, 4)

@@ -155,6 +155,8 @@ type Tile struct {
 	// issuing is true while a bundle's handlers run; clearAfterIssue
 	// records that a store covered that very bundle (see invalidate).
 	issuing, clearAfterIssue bool
+	// exited is set by a worker exit in the bundle being executed.
+	exited bool
 	// lastExit is the cycle of the latest worker exit (sync LOCAL resumes
 	// the supervisor after it).
 	lastExit uint64
