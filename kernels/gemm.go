@@ -29,6 +29,24 @@ const GemmMaxRows = 768
 // as a bad parameter rather than by the assembler.
 const GemmMaxDim = 1 << 16
 
+// The f16 GEMM kernels and the assumption each needs: GemmF16 keeps results
+// in the AMP accumulators between worker runs (assumption
+// amp-state-retained, docs/machine.md); GemmF16Drain does not.
+const (
+	GemmF16      = "gemm_f16"
+	GemmF16Drain = "gemm_f16_drain"
+)
+
+// GemmF16For names the f16 GEMM kernel to use: GemmF16Drain when the build
+// must be correct under the conservative assumptions, else GemmF16. The
+// compiler asks here (one place decides).
+func GemmF16For(conservative bool) string {
+	if conservative {
+		return GemmF16Drain
+	}
+	return GemmF16
+}
+
 func gemmParams(cols int) []Param {
 	return []Param{
 		{Name: "k", Default: 240, Doc: "inner dimension (multiple of 16)", Check: multipleUpTo(16, GemmMaxDim)},
@@ -77,16 +95,25 @@ const gemmDocCommon = `Layouts: left (A) "AMP left panel": for each inner group 
 	`carried between runs of a column group and drained at its last kg.`
 
 func init() {
-	register(gemmKernel("gemm_f16", "gemm_f16.S", 16, 2,
+	register(gemmKernel(GemmF16, "gemm_f16.S", 16, 2,
 		`C[r][c] = A[r][k] * B[k][c]: f16 inputs, f16 partials between 16-deep inner groups (f16v4hihov4amp, `+
 			`64 MAC per issue), f16 results. `+gemmDocCommon+
 			` Right (B) "AMP right panel": for each column group cg (c/16) and within it each kg, a 16x16 block `+
 			`output-major inner-minor: byte ((cg*(k/16) + kg)*256 + n*16 + i)*2 = B[16kg+i][16cg+n]. `+
 			`Out "AMP output panel": for each cg, r rows of 16 f16: byte (cg*r + row)*32 + 2*n = C[row][16cg+n].`))
+	register(gemmKernel(GemmF16Drain, "gemm_f16_drain.S", 16, 2,
+		`gemm_f16 (same layouts, ABI and f16 partials) correct without the amp-state-retained assumption: `+
+			`every worker run clears its accumulators, feeds its partials in and drains every result out through `+
+			`memory, as the reference's kernels do (4n+8 bundles per run for n rows instead of 4n+2). `+
+			`The compiler picks it when building --conservative. See gemm_f16 for the layouts.`))
 	register(gemmKernel("gemm_f16_f32acc", "gemm_f16_f32acc.S", 8, 4,
 		`C[r][c] = A[r][k] * B[k][c]: f16 inputs, f32 partials and results (f16v4sisoamp, 32 MAC per issue). `+
 			gemmDocCommon+
 			` Right (B) "AMP right panel": for each column group cg (c/8) and within it each kg, an 8x16 block `+
 			`output-major inner-minor: byte ((cg*(k/16) + kg)*128 + n*16 + i)*2 = B[16kg+i][8cg+n]. `+
 			`Out "AMP output panel": for each cg, r rows of 8 f32: byte (cg*r + row)*32 + 4*n = C[row][8cg+n].`))
+	register(gemmKernel("gemm_f16_f32acc_drain", "gemm_f16_f32acc_drain.S", 8, 4,
+		`gemm_f16_f32acc (same layouts, ABI and f32 partials) correct without the amp-state-retained assumption: `+
+			`every worker run clears its accumulators, feeds its partials in and drains every result out through `+
+			`memory. See gemm_f16_f32acc for the layouts.`))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/target"
@@ -24,6 +25,9 @@ type workloadFlags struct {
 	tiles    int
 	flags    graph.Flags
 	noCache  bool
+	// conservative: build for (and, in run, run under) the emulator's
+	// conservative assumption set.
+	conservative bool
 }
 
 func (w *workloadFlags) register(fs *pflag.FlagSet) {
@@ -42,6 +46,7 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&w.flags.MLP.Biases, "biases", false, "mlp: with biases (b1 after the first, b2 after the second GEMM of each block)")
 	fs.Uint64Var(&w.flags.Seed, "seed", 0, "data seed of inputs and weights")
 	fs.BoolVar(&w.noCache, "no-kernel-cache", false, "assemble kernels without the on-disk cache")
+	fs.BoolVar(&w.conservative, "conservative", false, "build kernels correct under the emulator's conservative assumptions (docs/machine.md); run: also run the emulator with them")
 }
 
 // recipe validates the flags into a build recipe.
@@ -50,6 +55,9 @@ func (w *workloadFlags) recipe() (build.Recipe, error) {
 		return build.Recipe{}, err
 	}
 	r := build.Recipe{Workload: w.workload, Flags: w.flags, Tiles: w.tiles}
+	if w.conservative {
+		r.Assumptions = emu.ConservativeName
+	}
 	if err := r.Validate(); err != nil {
 		return r, err
 	}

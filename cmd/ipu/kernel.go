@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/kernels/bench"
 	"github.com/spf13/cobra"
@@ -17,6 +18,14 @@ func newKernelCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newKernelRunCmd(), newKernelListCmd())
 	return cmd
+}
+
+// assumptionsFlag is the emulator assumption set --conservative selects.
+func assumptionsFlag(conservative bool) emu.AssumptionSet {
+	if conservative {
+		return emu.ConservativeAssumptions
+	}
+	return emu.DefaultAssumptions
 }
 
 func newKernelListCmd() *cobra.Command {
@@ -45,6 +54,7 @@ func newKernelRunCmd() *cobra.Command {
 		asJSON  bool
 		seed    uint64
 		noCache bool
+		conserv bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run NAME [--param k=240]... [--json]",
@@ -53,7 +63,9 @@ func newKernelRunCmd() *cobra.Command {
 cache in $XDG_CACHE_HOME/ipustack/kernels), loads it on one emulated IPU21 tile with
 seeded data, runs it, checks the result against a host computation and prints
 cycles, multiply-accumulates and the fraction of the tile's AMP peak (64 f16 MAC
-per cycle). It exits 1 when the numerical check fails.`,
+per cycle). It exits 1 when the numerical check fails. --conservative runs the
+emulator with the conservative assumptions (docs/machine.md, "Named
+assumptions"): a kernel that depends on a default assumption fails there.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := kernels.Params{}
@@ -69,7 +81,7 @@ per cycle). It exits 1 when the numerical check fails.`,
 			if noCache {
 				cache = kernels.Cache{}
 			}
-			rep, err := bench.Run(args[0], p, seed, cache)
+			rep, err := bench.RunAssuming(args[0], p, seed, cache, assumptionsFlag(conserv))
 			if rep != nil {
 				if asJSON {
 					fmt.Fprintln(cmd.OutOrStdout(), rep.JSON())
@@ -84,5 +96,6 @@ per cycle). It exits 1 when the numerical check fails.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated inputs")
 	cmd.Flags().BoolVar(&noCache, "no-cache", false, "assemble without reading or writing the kernel cache")
+	cmd.Flags().BoolVar(&conserv, "conservative", false, "run the emulator with the conservative assumption set (docs/machine.md)")
 	return cmd
 }

@@ -61,7 +61,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newBuildCmd(), newVersionCmd(), newDiagnoseCmd(), newExchangeCmd(), newProfileCmd())
+	root.AddCommand(newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newBuildCmd(), newVersionCmd(), newDiagnoseCmd(), newExchangeCmd(), newProfileCmd(), newTileCmd())
 	root.SetFlagErrorFunc(flagError)
 	nameArgErrors(root)
 	noOctal(root)

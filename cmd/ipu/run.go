@@ -59,7 +59,7 @@ lists them).`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch {
-					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile"}, f.Name),
+					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile", "conservative"}, f.Name),
 						slices.Contains(ud.names(), f.Name):
 					default:
 						changed = append(changed, "--"+f.Name)
@@ -108,7 +108,7 @@ lists them).`,
 				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
 			}
 			t0 := time.Now()
-			ro.Device, ro.DeviceOptions, ro.Profile = dev, device.Options{LockWait: lockWait}, profPath
+			ro.Device, ro.DeviceOptions, ro.Profile, ro.Conservative = dev, device.Options{LockWait: lockWait}, profPath, wf.conservative
 			m, err := build.Run(ctx, pkg, r, g, pl, ro)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)

@@ -13,7 +13,7 @@ import (
 )
 
 var metricKeys = strings.Fields("workload tiles activeTiles cycles minimumTileCycles deviceMicroseconds " +
-	"effectiveGemmTflops peakTflops efficiencyPercent maximumAbsoluteError numericalTest device inputBytes weightBytes data")
+	"effectiveGemmTflops peakTflops efficiencyPercent maximumAbsoluteError numericalTest device inputBytes weightBytes data assumptions")
 
 func metricsOf(t *testing.T, line string) map[string]string {
 	t.Helper()

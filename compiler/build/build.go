@@ -23,6 +23,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -46,6 +47,23 @@ type Recipe struct {
 	// Finalists are the rerank's lines (rank, estimate, costed cycles),
 	// kept for the profile's plan summary.
 	Finalists []Finalist `json:"finalists,omitempty"`
+	// Assumptions are the emulator assumptions the package is built to be
+	// correct under: "" for the default set (its GEMMs keep AMP state
+	// between worker runs, amp-state-retained), emu.ConservativeName for
+	// the conservative set (--conservative: gemm_f16_drain).
+	Assumptions string `json:"assumptions,omitempty"`
+}
+
+// Conservative reports whether the recipe is built for the conservative
+// assumption set.
+func (r Recipe) Conservative() bool { return r.Assumptions == emu.ConservativeName }
+
+// AssumptionSet is the emulator assumption set the recipe is correct under.
+func (r Recipe) AssumptionSet() emu.AssumptionSet {
+	if r.Conservative() {
+		return emu.ConservativeAssumptions
+	}
+	return emu.DefaultAssumptions
 }
 
 // Finalist is one reranked candidate as the profile shows it.
@@ -103,6 +121,9 @@ func (r Recipe) Validate() error {
 	var errs []error
 	if r.Tiles < 1 || r.Tiles > target.Tiles {
 		errs = append(errs, fmt.Errorf("--tiles must be 1..%d (the C600 has %d tiles), got %d", target.Tiles, target.Tiles, r.Tiles))
+	}
+	if r.Assumptions != "" && !r.Conservative() {
+		errs = append(errs, fmt.Errorf("assumptions %q: want empty (default) or %q", r.Assumptions, emu.ConservativeName))
 	}
 	if _, ok := graph.CanonicalPreset(r.Workload); !ok {
 		errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", r.Workload, strings.Join(graph.Presets(), ", ")))
@@ -189,7 +210,7 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	res, err := mid.Search(g, target.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n})
+	res, err := mid.Search(g, target.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative})
 	if err != nil {
 		log.Info("mid planner not applicable", "err", err)
 		return nil, err
@@ -235,6 +256,7 @@ func problem(r Recipe, force low.Options) (*graph.Graph, *low.Problem, low.Optio
 		return nil, nil, opts, err
 	}
 	opts.Tiles, opts.Fits = r.Tiles, place.Fits
+	opts.Conservative = r.Conservative()
 	if c := r.Plan; c != nil {
 		// Enumerate as the forced build did, then keep the recorded one.
 		opts.ForceR, opts.ForceC, opts.ForceQ = c.R, c.C, c.Q

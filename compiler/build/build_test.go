@@ -317,7 +317,7 @@ func TestMetricsLineKeys(t *testing.T) {
 	for _, kv := range strings.Fields(m.Line()) {
 		keys = append(keys, strings.SplitN(kv, "=", 2)[0])
 	}
-	want := "workload tiles activeTiles cycles minimumTileCycles deviceMicroseconds effectiveGemmTflops peakTflops efficiencyPercent maximumAbsoluteError numericalTest device inputBytes weightBytes data"
+	want := "workload tiles activeTiles cycles minimumTileCycles deviceMicroseconds effectiveGemmTflops peakTflops efficiencyPercent maximumAbsoluteError numericalTest device inputBytes weightBytes data assumptions"
 	if got := strings.Join(keys, " "); got != want {
 		t.Fatalf("keys %q, want %q", got, want)
 	}
@@ -331,10 +331,11 @@ func TestSiglipFullChip(t *testing.T) {
 	}
 	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: 1472}
 	m := buildAndRun(t, r)
-	// The bound is 40 %; the mid plan measured 53.48 % (143,483
-	// cycles, docs/PERFORMANCE.md). Cycles are deterministic, so this
+	// The bound is 40 %; the mid plan measured 50.14 % (153,046
+	// cycles, docs/PERFORMANCE.md) with the calibrated worker launch
+	// latency (53.48 % before it). Cycles are deterministic, so this
 	// guards the plan, the lowering and the scheduler against regressions.
-	if m.ActiveTiles < 1400 || m.EfficiencyPercent < 53 {
+	if m.ActiveTiles < 1400 || m.EfficiencyPercent < 50 {
 		t.Errorf("the default workload regressed: %s", m.Line())
 	}
 }

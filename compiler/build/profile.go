@@ -12,6 +12,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/place"
 	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/profile"
 	"github.com/ipustack/ipustack/runtime"
 	"github.com/ipustack/ipustack/target"
@@ -282,7 +283,7 @@ func provenance(pl *low.Plan, t *low.TileProgram, steps []emit.TimedStep) []step
 				default:
 					out[k] = stepProv{"", dst, at + ": copy"}
 				}
-			case "gemm_f16":
+			case kernels.GemmF16, kernels.GemmF16Drain:
 				if dst == "c" {
 					out[k] = stepProv{node(blk, "fc1"), node(blk, "fc1"), fmt.Sprintf("%s: GEMM block (i=%d j=%d)", at, t.Row, t.Col)}
 				} else {
@@ -417,7 +418,7 @@ func planSummary(pl *low.Plan) profile.Plan {
 	}
 	if p.Kind != low.KindMLP {
 		sum.Gemms = append(sum.Gemms, profile.Gemm{Name: p.Output, M: p.M, K: p.K, N: p.N,
-			Grid: profile.Grid{Rows: g.R, Cols: g.C, Inner: 1}, Tiles: g.R * g.C, Kernel: "gemm_f16"})
+			Grid: profile.Grid{Rows: g.R, Cols: g.C, Inner: 1}, Tiles: g.R * g.C, Kernel: kernels.GemmF16For(pl.Conservative)})
 		return sum
 	}
 	for b, blk := range p.Blocks {
@@ -427,8 +428,8 @@ func planSummary(pl *low.Plan) profile.Plan {
 		}
 		fc2 := strings.TrimSuffix(name, "fc1") + "fc2"
 		sum.Gemms = append(sum.Gemms,
-			profile.Gemm{Name: name, M: p.M, K: p.K, N: p.N, Grid: profile.Grid{Rows: g.R, Cols: g.C, Inner: 1}, Tiles: g.R * g.C, Kernel: "gemm_f16"},
-			profile.Gemm{Name: fc2, M: p.M, K: p.N, N: p.K, Grid: profile.Grid{Rows: g.R, Cols: 1, Inner: g.C}, Tiles: g.R * g.C, Kernel: "gemm_f16"})
+			profile.Gemm{Name: name, M: p.M, K: p.K, N: p.N, Grid: profile.Grid{Rows: g.R, Cols: g.C, Inner: 1}, Tiles: g.R * g.C, Kernel: kernels.GemmF16For(pl.Conservative)},
+			profile.Gemm{Name: fc2, M: p.M, K: p.N, N: p.K, Grid: profile.Grid{Rows: g.R, Cols: 1, Inner: g.C}, Tiles: g.R * g.C, Kernel: kernels.GemmF16For(pl.Conservative)})
 	}
 	return sum
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/device"
+	"github.com/ipustack/ipustack/device/emu"
+	"github.com/ipustack/ipustack/device/emudev"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/reference"
@@ -38,6 +40,9 @@ type Metrics struct {
 	WeightBytes          int64   `json:"weightBytes"`
 	// Data is "user" when RunOptions.Data gave any host tensor, else "seeded".
 	Data string `json:"data"`
+	// Assumptions is the emulator assumption set the run used
+	// (emu.AssumptionSet.String: "amp-state-retained", "conservative").
+	Assumptions string `json:"assumptions"`
 	// Profile is the profile file written (RunOptions.Profile) and Samples
 	// the cycle samples it was built from; both absent without one.
 	Profile string `json:"profile,omitempty"`
@@ -55,6 +60,7 @@ func (m *Metrics) Line() string {
 		{"maximumAbsoluteError", f(m.MaximumAbsoluteError, 6)}, {"numericalTest", m.NumericalTest},
 		{"device", m.Device}, {"inputBytes", strconv.FormatInt(m.InputBytes, 10)},
 		{"weightBytes", strconv.FormatInt(m.WeightBytes, 10)}, {"data", m.Data},
+		{"assumptions", m.Assumptions},
 	}
 	if m.Profile != "" {
 		kv = append(kv, [2]string{"profile", m.Profile}, [2]string{"samples", strconv.FormatUint(m.Samples, 10)})
@@ -87,6 +93,10 @@ type RunOptions struct {
 	// Output, when set, receives the device's result (row-major, the
 	// output node's shape) before the numerical check decides.
 	Output func(rows, cols int, got []float32) error
+	// Conservative runs the emulator with the conservative assumption
+	// set. A package built for the default set is refused (its GEMMs
+	// would give wrong results, which says nothing new).
+	Conservative bool
 }
 
 // Run runs a package built from recipe on a device, checks the output and
@@ -177,6 +187,20 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	if dev == "" {
 		dev = device.DefaultName
 	}
+	set := emu.DefaultAssumptions
+	if opts.Conservative {
+		if !r.Conservative() {
+			return nil, fmt.Errorf("the package was built for assumptions=%s (its GEMM kernel keeps AMP state between worker runs), "+
+				"so it cannot be run under the conservative assumptions: build it with --conservative", emu.DefaultAssumptions)
+		}
+		if dev != emudev.Name {
+			return nil, fmt.Errorf("--conservative selects emulator assumptions; device %q is not the emulator", dev)
+		}
+		set = emu.ConservativeAssumptions
+		eo, _ := opts.DeviceOptions.Backend.(emudev.Options)
+		eo.Conservative = true
+		opts.DeviceOptions.Backend = eo
+	}
 	res, err := runtime.Run(ctx, pkg, runtime.Options{Device: dev, DeviceOptions: opts.DeviceOptions,
 		Inputs: inputs, Weights: weights, Logger: log})
 	if err != nil {
@@ -225,7 +249,8 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 	tg := target.IPU21()
 	m := &Metrics{Workload: name, Tiles: len(pkg.Tiles), ActiveTiles: activeTiles(pl),
 		Cycles: res.Cycles, MinimumTileCycles: res.MinimumTileCycles,
-		MaximumAbsoluteError: maxErr, NumericalTest: verdict, Device: dev, Data: "seeded"}
+		MaximumAbsoluteError: maxErr, NumericalTest: verdict, Device: dev, Data: "seeded",
+		Assumptions: set.String()}
 	if len(opts.Data) > 0 {
 		m.Data = "user"
 	}

@@ -10,12 +10,13 @@ import "github.com/ipustack/ipustack/target"
 //
 // Rules replayed:
 //   - cycle c belongs to slot c mod 6; worker w issues only in slot w, one
-//     bundle per 6 cycles, from the first cycle after its `runall` that is in
-//     its slot, and its last bundle (exitz) is its exit cycle;
+//     bundle per 6 cycles, from the first cycle of its slot at least
+//     1+target.WorkerLaunchCycles after its `runall`, and its last bundle
+//     (exitz) is its exit cycle;
 //   - the supervisor issues one instruction per cycle in any slot no running
 //     worker holds;
-//   - `sync 2` issued while workers run resumes the supervisor in the cycle
-//     after the last worker's exit.
+//   - `sync 2` issued while workers run resumes the supervisor
+//     target.LocalSyncCycles after the cycle after the last worker's exit.
 //
 // Cycle numbering follows kernels/bench: the harness's `call` is cycle 0, so
 // the kernel's first instruction issues in cycle 1 and the kernel's cycle
@@ -67,7 +68,8 @@ func (m *issueModel) free(c int) int {
 func (m *issueModel) runall(bundles *[target.WorkerContexts]int) {
 	c := m.issue(1)
 	for w := 0; w < slots; w++ {
-		start := c + 1 + ((w-(c+1))%slots+slots)%slots
+		ready := c + 1 + target.WorkerLaunchCycles
+		start := ready + ((w-ready)%slots+slots)%slots
 		m.exit[w] = start + slots*(bundles[w]-1)
 	}
 }
@@ -80,7 +82,7 @@ func (m *issueModel) sync2() {
 		last = max(last, e)
 	}
 	if last >= c {
-		m.next = max(m.next, last+1)
+		m.next = max(m.next, last+1+target.LocalSyncCycles)
 	}
 }
 

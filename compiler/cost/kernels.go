@@ -111,6 +111,92 @@ func gemm(k, c, r, cols, putcs int) int64 {
 	return int64(m.issue(1)) // br $m10
 }
 
+// gemmDrainWorkerBundles is the bundle count of one worker run of
+// gemm_f16_drain (src/gemm_drain.inc) for a worker owning n rows; first is
+// the first inner group of a column group.
+func gemmDrainWorkerBundles(fast, first bool, n int) int {
+	if fast {
+		// RUN2: L + 5 + rpt + 4(n-2) + 2 + 1 + drain 6 = 4n + 8, after
+		// 3 (first: add, add, tapack) or 2 (add, tapack) setup bundles.
+		if first {
+			return 3 + 4*n + 8
+		}
+		return 2 + 4*n + 8
+	}
+	// SMALL: brz (n = 0: taken, then exitz), tapack, brz, RUN2 or RUN1.
+	var run int
+	switch n {
+	case 0:
+		run = 2
+	case 1:
+		run = 3 + 11
+	default:
+		run = 3 + 4*n + 8
+	}
+	if first {
+		return 2 + run // add, add
+	}
+	return 1 + run // add
+}
+
+// GemmF16Drain is the cycle count of one gemm_f16_drain call (gemm_f16's
+// parameters).
+func GemmF16Drain(k, c, r int) int64 { return gemmDrain(k, c, r, 16, 32) }
+
+// GemmF16F32AccDrain is the cycle count of one gemm_f16_f32acc_drain call
+// (gemm_f16_f32acc's parameters).
+func GemmF16F32AccDrain(k, c, r int) int64 { return gemmDrain(k, c, r, 8, 16) }
+
+// gemmDrain is the model of gemm_drain.inc with cols output columns and
+// putcs ld128putcs per weight block.
+func gemmDrain(k, c, r, cols, putcs int) int64 {
+	kg, cg := k/16, c/cols
+	rows := rowsPerWorker(r)
+	fast := r/slots >= 2
+	var b [target.WorkerContexts]int
+	m := newIssueModel()
+	m.issue(2) // put $CCCSLOAD; setzi
+	for w := range b {
+		if fast {
+			b[w] = 13
+		} else {
+			b[w] = 14
+		}
+	}
+	m.runall(&b)
+	m.issue(3) // setzi $m1, $m7, $m5
+	group := func(first bool) {
+		m.sync2()
+		m.issue(putcs)
+		for w := range b {
+			b[w] = gemmDrainWorkerBundles(fast, first, rows[w])
+		}
+		m.runall(&b)
+	}
+	m.repeat(cg, func() {
+		group(true)
+		if kg >= 2 {
+			m.issue(1) // setzi $m6
+			m.repeat(kg-1, func() {
+				group(false)
+				m.issue(1) // brnzdec $m6
+			})
+		}
+		m.issue(1) // brnzdec $m5
+	})
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
+}
+
+// GemmF16For is the cycle count of the f16 GEMM kernel
+// kernels.GemmF16For(conservative) picks.
+func GemmF16For(conservative bool, k, c, r int) int64 {
+	if conservative {
+		return GemmF16Drain(k, c, r)
+	}
+	return GemmF16(k, c, r)
+}
+
 // GemmF16 is the cycle count of one gemm_f16 call (k, c multiples of 16,
 // 1 <= r <= 768).
 func GemmF16(k, c, r int) int64 { return gemm(k, c, r, 16, 32) }
@@ -323,8 +409,12 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 	switch name {
 	case "gemm_f16":
 		return GemmF16(p["k"], p["c"], p["r"]), nil
+	case "gemm_f16_drain":
+		return GemmF16Drain(p["k"], p["c"], p["r"]), nil
 	case "gemm_f16_f32acc":
 		return GemmF16F32Acc(p["k"], p["c"], p["r"]), nil
+	case "gemm_f16_f32acc_drain":
+		return GemmF16F32AccDrain(p["k"], p["c"], p["r"]), nil
 	case "pack_left_f16":
 		return PackLeftF16(p["r"], p["k"]), nil
 	case "unpack_out_f16":

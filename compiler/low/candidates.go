@@ -110,7 +110,7 @@ func Candidates(p *Problem, opts Options, n int) ([]Candidate, error) {
 
 // Build builds the plan of a candidate of Candidates(p, opts, ...).
 func Build(p *Problem, opts Options, c Candidate) *Plan {
-	pl := &Plan{Problem: p, Tiles: opts.Tiles, Grid: c.Grid, Estimate: c.Estimate}
+	pl := &Plan{Problem: p, Tiles: opts.Tiles, Grid: c.Grid, Estimate: c.Estimate, Conservative: opts.Conservative}
 	if p.Kind == KindMLP {
 		pl.GeluPrecise = opts.GeluPrecise
 		pl.buildMLP()

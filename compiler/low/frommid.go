@@ -98,7 +98,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	if mp.Tiles > T {
 		return nil, fmt.Errorf("the mid plan uses %d tiles, %d available", mp.Tiles, T)
 	}
-	pl := &Plan{Problem: p, Tiles: T, Mid: mp, GeluPrecise: opts.GeluPrecise}
+	pl := &Plan{Problem: p, Tiles: T, Mid: mp, GeluPrecise: opts.GeluPrecise, Conservative: opts.Conservative}
 	pl.initPrograms()
 	gs := mp.Gemms
 	precise := 0
@@ -315,7 +315,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				timed[l] = append(timed[l], localCopies(gs[o-1], o, l, loc{bufName("L", o), rs, ks})...)
 			}
 			O := bufName("O", o)
-			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: "gemm_f16",
+			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: kernels.GemmF16For(pl.Conservative),
 				Params: kernels.Params{"k": ks.Len(), "c": cs.Len(), "r": rs.Len()},
 				Args:   []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
 				Node:   name, Why: fmt.Sprintf("cell (%d,%d,%d): rows %v x cols %v, k %v", c.i, c.j, c.p, rs, cs, ks)})
@@ -524,7 +524,7 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 		}
 		seen[key] = ok
 		switch op.Kernel {
-		case "gemm_f16":
+		case kernels.GemmF16, kernels.GemmF16Drain:
 			code += 1100
 		case "gelu_f16":
 			code += 520
@@ -586,7 +586,7 @@ func (pl *Plan) midEstimate() Estimate {
 				c := int(cyc) + callCycles
 				pt := &stages[s][l]
 				switch op.Kernel {
-				case "gemm_f16":
+				case kernels.GemmF16, kernels.GemmF16Drain:
 					pt.gemm += c
 				case "reduce_add_f16":
 					pt.reduce += c

@@ -240,6 +240,9 @@ type Plan struct {
 	Calls     []HostCall
 	// GeluPrecise selects gelu_f16 precise=1.
 	GeluPrecise bool
+	// Conservative: the GEMMs use kernels.GemmF16For(true), correct
+	// under the emulator's conservative assumptions.
+	Conservative bool
 	// Mid is the compiler/mid plan this plan was lowered from (nil for
 	// the v0 family, whose shape is Grid).
 	Mid *mid.Plan
@@ -269,6 +272,10 @@ type Options struct {
 	// values) instead of the fast f16 form (9 bundles, |error| <= 2.1e-3
 	// before GEMM2, well inside the output tolerance).
 	GeluPrecise bool
+	// Conservative plans and costs the GEMM kernel that is correct under
+	// the emulator's conservative assumptions (kernels.GemmF16For(true):
+	// no AMP state kept between worker runs) instead of gemm_f16.
+	Conservative bool
 	// Only, when set, keeps only the candidate it names (the choice a
 	// package records, so that its plan can be regenerated).
 	Only *Choice
@@ -349,11 +356,11 @@ func (g *Grid) maxCols() int {
 }
 
 // estimate models the slowest tile of a GEMM grid.
-func estimate(g *Grid) Estimate {
+func estimate(g *Grid, conservative bool) Estimate {
 	r, w := g.maxRows(), g.maxCols()
 	var e Estimate
 	// The exact kernel model (compiler/cost) and the supervisor's call.
-	e.Gemm = int(cost.GemmF16(g.Kp, w, r)) + callCycles
+	e.Gemm = int(cost.GemmF16For(conservative, g.Kp, w, r)) + callCycles
 	if g.C > 1 {
 		e.Exchange += exchangeCycles(r * g.Kp / 2)
 	}
@@ -403,7 +410,7 @@ func gemmCandidates(p *Problem, opts Options) ([]Candidate, error) {
 				continue
 			}
 		}
-		out = append(out, Candidate{Grid: g, Estimate: estimate(&g)})
+		out = append(out, Candidate{Grid: g, Estimate: estimate(&g, opts.Conservative)})
 	}
 	if len(out) == 0 {
 		if lastErr == nil {
@@ -511,7 +518,7 @@ func (pl *Plan) build() {
 		}
 		if t.Active() {
 			r, w := g.Rows(t.Row), g.Cols(t.Col)
-			timed = append(timed, Op{Kind: OpKernel, Kernel: "gemm_f16", Params: kernels.Params{"k": g.Kp, "c": w, "r": r},
+			timed = append(timed, Op{Kind: OpKernel, Kernel: kernels.GemmF16For(pl.Conservative), Params: kernels.Params{"k": g.Kp, "c": w, "r": r},
 				Args: []Arg{{"$m2", Ref{Buf: "c"}}, {"$m3", Ref{Buf: "a"}}, {"$m4", Ref{Buf: "w"}}}})
 		}
 		return init, timed

@@ -164,8 +164,8 @@ func mlpFeasible(p *Problem, g *Grid) error {
 				return fmt.Errorf("%d-row chunks leave tile column %d no piece", rc, j)
 			}
 			specs := []spec{
-				{"gemm_f16", kernels.Params{"k": g.Kp, "c": w, "r": rc}},
-				{"gemm_f16", kernels.Params{"k": w, "c": g.Kp, "r": rc}},
+				{kernels.GemmF16, kernels.Params{"k": g.Kp, "c": w, "r": rc}}, // gemm_f16_drain has the same parameters and checks
+				{kernels.GemmF16, kernels.Params{"k": w, "c": g.Kp, "r": rc}},
 				{"gelu_f16", kernels.Params{"n": rc * w}},
 				{"copy_f16", kernels.Params{"n": 2 * n}},
 			}
@@ -196,7 +196,7 @@ const callCycles, phaseCycles = 30, 60
 // mlpEstimate models the cycles of the slowest tile with the compiler/cost
 // kernel and exchange models (every step is a BSP superstep, so the
 // largest tile shares are charged).
-func mlpEstimate(p *Problem, g *Grid, precise bool) Estimate {
+func mlpEstimate(p *Problem, g *Grid, precise, conservative bool) Estimate {
 	tg := target.IPU21()
 	rc, w := ceilDiv(g.maxRows(), g.Q), g.maxCols()
 	n := 0
@@ -209,7 +209,7 @@ func mlpEstimate(p *Problem, g *Grid, precise bool) Estimate {
 		pr = 1
 	}
 	var e, chunk Estimate
-	chunk.Gemm = int(cost.GemmF16(g.Kp, w, rc) + cost.GemmF16(w, g.Kp, rc))
+	chunk.Gemm = int(cost.GemmF16For(conservative, g.Kp, w, rc) + cost.GemmF16For(conservative, w, g.Kp, rc))
 	chunk.Elementwise = int(cost.GeluF16(rc*w, pr)) + 4*callCycles
 	if p.Biases {
 		chunk.Elementwise += addBiasCycles(rc*w/16, rc) + addBiasCycles(n/16, rc) + 2*callCycles
@@ -338,7 +338,7 @@ func mlpCandidates(p *Problem, opts Options) ([]Candidate, error) {
 				return false
 			}
 		}
-		out = append(out, Candidate{Grid: g, Estimate: mlpEstimate(p, &g, opts.GeluPrecise)})
+		out = append(out, Candidate{Grid: g, Estimate: mlpEstimate(p, &g, opts.GeluPrecise, opts.Conservative)})
 		return true
 	}
 	for C := 1; C <= maxC; C++ {
@@ -652,7 +652,7 @@ func (pl *Plan) chunkOps(t *TileProgram, b, q, gPhase, rsPhase int) []Op {
 	start, n := g.Piece(rc, j)
 	xy := Ref{Buf: "xy", Off: q * 2 * n}
 	gemm := func(k, c int, out, left, right Ref) Op {
-		return Op{Kind: OpKernel, Kernel: "gemm_f16", Params: kernels.Params{"k": k, "c": c, "r": rc},
+		return Op{Kind: OpKernel, Kernel: kernels.GemmF16For(pl.Conservative), Params: kernels.Params{"k": k, "c": c, "r": rc},
 			Args: []Arg{{"$m2", out}, {"$m3", left}, {"$m4", right}}}
 	}
 	addBias := func(out Ref, bias Ref, rows, first int) Op {

@@ -123,6 +123,8 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 type models struct {
 	t    *target.Target
 	memo map[[4]int]int64
+	// conservative: cost the GEMM kernel kernels.GemmF16For(true) picks.
+	conservative bool
 }
 
 // Kernel ids of the memo key.
@@ -144,7 +146,7 @@ func (m *models) cycles(kind, a, b, c int) int64 {
 	var v int64
 	switch kind {
 	case kGemm:
-		v = cost.GemmF16(a, b, c)
+		v = cost.GemmF16For(m.conservative, a, b, c)
 	case kCopy:
 		v = cost.CopyF16(a)
 	case kReduce:

@@ -18,6 +18,9 @@ type Options struct {
 	PerGemm     int // candidates of a later GEMM tried against each beam state (default 32)
 	Finalists   int // complete plans returned (default 8)
 	CodeReserve int // bytes of region 0 kept for code (default 32 KiB)
+	// Conservative ranks plans with the GEMM kernel that is correct under
+	// the emulator's conservative assumptions (kernels.GemmF16For).
+	Conservative bool
 	// Logf receives one line per GEMM (candidate count and time) and one
 	// per finalist; nil discards them.
 	Logf func(format string, args ...any)
@@ -351,7 +354,7 @@ func Search(g *graph.Graph, t *target.Target, opt Options) (*Result, error) {
 	}
 	budget := cost.DataBudget(t, opt.CodeReserve)
 	region1 := cost.InterleavedBudget(t)
-	m := &models{t: t, memo: map[[4]int]int64{}}
+	m := &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}
 	res := &Result{Budget: budget}
 	beam := []*state{{}}
 	for oi, op := range ops {
@@ -398,6 +401,9 @@ func Search(g *graph.Graph, t *target.Target, opt Options) (*Result, error) {
 			break
 		}
 		p := materialize(g, t, m, opt.Tiles, s)
+		for i := range p.Gemms {
+			p.Gemms[i].Kernel = kernels.GemmF16For(opt.Conservative)
+		}
 		res.Finalists = append(res.Finalists, p)
 		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d %s",
 			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, gridSummary(p))

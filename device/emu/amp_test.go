@@ -249,9 +249,9 @@ func TestRpt(t *testing.T) {
 			if f32(w.A[2]) != s0 || f32(w.A[3]) != s1 || w.M[5] != uint32(8*tc.count) {
 				t.Fatalf("sums %v %v ptr %d; want %v %v %d", f32(w.A[2]), f32(w.A[3]), w.M[5], s0, s1, 8*tc.count)
 			}
-			// Zero overhead: worker 0 issues first at cycle 6; setzi, setzi,
-			// rpt, count body bundles, then get.
-			if want := uint32(6 * (4 + tc.count)); w.M[10] != want {
+			// Zero overhead: worker 0 issues first at its launch cycle;
+			// setzi, setzi, rpt, count body bundles, then get.
+			if want := uint32(workerFirstIssue(0, 0) + 6*(3+uint64(tc.count))); w.M[10] != want {
 				t.Fatalf("get issued at %d, want %d", w.M[10], want)
 			}
 		})

@@ -2,7 +2,9 @@ package emu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ipustack/ipustack/isa"
 )
@@ -51,6 +53,16 @@ func bindPutcs(bytes uint32) binder {
 			return impl{}, layoutErr(in, "imm")
 		}
 		return impl{fn: func(t *Tile, c *Context, o *inst) {
+			if t.running != 0 {
+				// $CWEI is shared by every worker and the AMP reads it at
+				// every issue: poplibs' supervisors always wait for all
+				// workers (sync LOCAL) before loading it ("must wait for
+				// all workers ... as it is shared"), and no public source
+				// says what a worker's AMP sees mid-reload. Always a fault,
+				// not an assumption.
+				t.raise(FaultWeights, "%s rewrites $CWEI while %s (a worker may still issue AMP instructions; wait for the workers with sync 2 first)", o.row.Mnemonic, runningWorkers(t.running))
+				return
+			}
 			s := int(o.v[0])
 			if s < 0 || s+int(bytes/8) > 64 || (bytes == 16 && s&1 != 0) {
 				t.raise(FaultIllegal, "%s: weight slot %d out of range (0..63, even for 128-bit loads)", o.row.Mnemonic, s)
@@ -70,6 +82,20 @@ func bindPutcs(bytes uint32) binder {
 			t.Sup.CSR[csrCCCSLoad] = addr + bytes
 		}}, nil
 	}
+}
+
+// runningWorkers names the workers in mask, for fault reasons.
+func runningWorkers(mask uint8) string {
+	var ws []string
+	for w := 0; w < NumWorkers; w++ {
+		if mask&(1<<w) != 0 {
+			ws = append(ws, fmt.Sprint(w))
+		}
+	}
+	if len(ws) == 1 {
+		return "worker " + ws[0] + " runs"
+	}
+	return "workers " + strings.Join(ws, ", ") + " run"
 }
 
 func aPair(c *Context, r int32) uint64 {

@@ -276,6 +276,9 @@ func (t *Tile) exitWorker(c *Context) {
 	c.rptCount, c.rptEnd = 0, 0
 	t.running &^= 1 << c.Worker
 	t.lastExit = t.cycle
+	// The rest of the bundle (an AMP co-issued with the exit) still
+	// runs; issue applies the exit's effect on $AACC after it.
+	t.exited = true
 	if t.Sup.State == WaitingRun {
 		// A context is free again: the supervisor re-issues its run.
 		t.Sup.State = Running

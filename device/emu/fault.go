@@ -26,11 +26,12 @@ const (
 	FaultWrongSender                      // the word arriving comes from another tile than the one selected, or travels away
 	FaultClash                            // fetch, send read and incoming write in one memory element in one cycle
 	FaultIncoming                         // an incoming write outside SRAM, misaligned, or outside the exchange segment
+	FaultWeights                          // $CWEI rewritten (ld64putcs/ld128putcs) while a worker runs
 )
 
 var faultKindNames = [...]string{"", "unknown word", "no emulation", "fetch", "access",
 	"interleave", "illegal", "repeat", "runall", "trap", "sync",
-	"exchange", "no sender", "wrong sender", "element clash", "incoming write"}
+	"exchange", "no sender", "wrong sender", "element clash", "incoming write", "weight state"}
 
 func (k FaultKind) String() string {
 	if int(k) < len(faultKindNames) {

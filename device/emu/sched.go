@@ -125,9 +125,10 @@ func (t *Tile) Run(maxCycles uint64) (Result, error) {
 		}
 		if sup.State == WaitingSync && sup.syncZone == uint32(localZone) && t.running == 0 {
 			// The LOCAL barrier completes once every worker has exited;
-			// the supervisor continues the cycle after the last exit.
+			// the supervisor continues after the rendezvous latency
+			// (latency.go).
 			sup.State = Running
-			sup.next = max(sup.next, t.lastExit+1)
+			sup.next = max(sup.next, localSyncResume(t.lastExit))
 		}
 		if sup.State == Running && t.running != 0x3F {
 			c := max(sup.next, t.cycle)
@@ -218,6 +219,17 @@ func (t *Tile) issue(c *Context) {
 		t.execPair(c, b)
 	}
 	t.issuing = false
+	if t.exited {
+		t.exited = false
+		if !t.assume.Has(AssumeAMPStateRetained) {
+			// Conservative alternative of amp-state-retained: the AMP
+			// pipeline (the partial sums being accumulated and the
+			// finished sums not yet drained) does not survive the exit.
+			// Applied after the whole bundle, so an AMP instruction
+			// co-issued with the exit completes first.
+			t.amp.acc[c.Worker] = ampAcc{}
+		}
+	}
 	if t.clearAfterIssue {
 		t.clearAfterIssue = false
 		t.invalidate(pc, 4)

@@ -17,10 +17,12 @@ func TestWorkerIssuesEverySixCycles(t *testing.T) {
 	if w.M[1]%6 != 2 {
 		t.Fatalf("worker 2 issued at cycle %d, not in slot 2", w.M[1])
 	}
-	// The worker started at cycle 0 issues from its first slot after it:
-	// cycle 2, then 8, 14, 20, 26 (exit). Cycle() is one past the last issue.
-	if w.M[1] != 2 || tl.Cycle() != 27 {
-		t.Fatalf("first issue at %d (want 2), tile cycle %d (want 27)", w.M[1], tl.Cycle())
+	// The worker started at cycle 0 issues from its first slot after its
+	// launch latency (latency.go), then every 6 cycles: five bundles, the
+	// last the exit. Cycle() is one past the last issue.
+	first := workerFirstIssue(0, 2)
+	if uint64(w.M[1]) != first || tl.Cycle() != first+24+1 {
+		t.Fatalf("first issue at %d (want %d), tile cycle %d (want %d)", w.M[1], first, tl.Cycle(), first+25)
 	}
 }
 
@@ -36,16 +38,13 @@ func TestSixWorkersInterleave(t *testing.T) {
 	if err != nil || res.Reason != StopIdle {
 		t.Fatalf("%v %v", res, err)
 	}
-	// Started at cycle 0: worker w issues first at w (worker 0 at 6, its
-	// slot's next cycle), every worker every 6 cycles, so the tile issues
-	// a bundle in every cycle from 1 to 18.
+	// Started at cycle 0: worker w issues first in its slot's first cycle
+	// after the launch latency, every worker every 6 cycles, so the tile
+	// issues a bundle in every cycle of 12 consecutive ones.
 	seen := map[uint32]int{}
 	for w := 0; w < NumWorkers; w++ {
 		c := &tl.Workers[w]
-		first := uint32(w)
-		if w == 0 {
-			first = 6
-		}
+		first := uint32(workerFirstIssue(0, w))
 		if c.M[1] != first || c.M[2] != first+6 {
 			t.Errorf("worker %d read COUNT_L %d, %d; want %d, %d", w, c.M[1], c.M[2], first, first+6)
 		}
@@ -112,10 +111,15 @@ func TestSupervisorIssueRules(t *testing.T) {
 		if _, err := tl.Run(1 << 20); err != nil {
 			t.Fatal(err)
 		}
-		// Each worker issues n+3 bundles; worker 1 (first slot at cycle 1)
-		// exits first, at 1 + 6(n+2). The supervisor, blocked while all six
-		// slots are owned, issues in slot 1's next cycle, 6 later.
-		want := uint32(1 + 6*(n+2) + 6)
+		// Each worker issues n+3 bundles; the worker whose slot comes
+		// first after the launch latency exits first, 6(n+2) after its
+		// first issue. The supervisor, blocked while all six slots are
+		// owned, issues in that slot's next cycle, 6 later.
+		earliest := workerFirstIssue(0, 0)
+		for w := 1; w < NumWorkers; w++ {
+			earliest = min(earliest, workerFirstIssue(0, w))
+		}
+		want := uint32(earliest + 6*(n+2) + 6)
 		if tl.Sup.M[1] != want {
 			t.Fatalf("supervisor issued at %d, want %d", tl.Sup.M[1], want)
 		}
@@ -200,8 +204,8 @@ func TestCycleLimitAndResume(t *testing.T) {
 	if err != nil || res.Reason != StopIdle {
 		t.Fatalf("%v %v", res, err)
 	}
-	// 102 bundles from cycle 6: last at 6 + 6*101.
-	if tl.Cycle() != 6+6*101+1 {
+	// 102 bundles from worker 0's first issue: last 6*101 later.
+	if tl.Cycle() != workerFirstIssue(0, 0)+6*101+1 {
 		t.Fatalf("cycle %d", tl.Cycle())
 	}
 }

@@ -144,6 +144,8 @@ type Tile struct {
 	// AMP state: $CWEI weight registers written through $CCCSLOAD, and the
 	// accumulators. See amp.go.
 	amp ampState
+	// assume is the set of switchable assumptions in force (assumptions.go).
+	assume AssumptionSet
 
 	fault *Fault
 	// cur is the context executing and curPC the PC of the bundle being
@@ -153,6 +155,8 @@ type Tile struct {
 	// issuing is true while a bundle's handlers run; clearAfterIssue
 	// records that a store covered that very bundle (see invalidate).
 	issuing, clearAfterIssue bool
+	// exited is set by a worker exit in the bundle being executed.
+	exited bool
 	// lastExit is the cycle of the latest worker exit (sync LOCAL resumes
 	// the supervisor after it).
 	lastExit uint64
@@ -164,7 +168,7 @@ type Tile struct {
 
 // NewTile returns a tile with zeroed SRAM, every context idle.
 func NewTile(id int) *Tile {
-	t := &Tile{ID: id, mem: make([]byte, sramBytes)}
+	t := &Tile{ID: id, mem: make([]byte, sramBytes), assume: DefaultAssumptions}
 	t.Sup.Worker = -1
 	t.Sup.CSR[csrTileID] = uint32(id)
 	// The receive paths start with nothing selected (our assumption).
@@ -301,8 +305,8 @@ func (t *Tile) startWorker(w int, pc, vertex uint32) {
 	c.rptCount, c.rptEnd = 0, 0
 	c.State = Running
 	// A worker issues only in its own slot (cycle mod 6 == w), from the
-	// first such slot after the cycle that started it.
-	c.next = nextSlot(t.cycle+1, w)
+	// first such slot after its launch latency (latency.go).
+	c.next = workerFirstIssue(t.cycle, w)
 	t.running |= 1 << w
 }
 

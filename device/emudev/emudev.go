@@ -53,6 +53,18 @@ type Options struct {
 	// MaxCallCycles bounds how long the tiles may run between two host
 	// syncs before the device reports them hung (default 1<<34 cycles).
 	MaxCallCycles uint64
+	// Conservative runs the chip with the conservative assumption set
+	// (emu.ConservativeAssumptions; docs/machine.md, "Named assumptions")
+	// instead of emu.DefaultAssumptions.
+	Conservative bool
+}
+
+// Assumptions is the emulator assumption set the options select.
+func (o Options) Assumptions() emu.AssumptionSet {
+	if o.Conservative {
+		return emu.ConservativeAssumptions
+	}
+	return emu.DefaultAssumptions
 }
 
 type state uint8
@@ -162,6 +174,7 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 	if err != nil {
 		return fmt.Errorf("emu device: load: %w", err)
 	}
+	chip.SetAssumptions(d.opts.Assumptions())
 	// Physical-id order, as the chip holds its tiles.
 	order := make([]*ipuexe.Tile, target.Tiles)
 	for i := range pkg.Tiles {

@@ -58,6 +58,9 @@ type Report struct {
 	CodeBytes   uint32         `json:"codeBytes"`
 	Cached      bool           `json:"cached"`
 	Seed        uint64         `json:"seed"`
+	// Assumptions is the emulator's assumption set, spelled as
+	// emu.AssumptionSet.String ("amp-state-retained", "conservative").
+	Assumptions string `json:"assumptions"`
 }
 
 // JSON renders the report as one line of JSON.
@@ -71,8 +74,8 @@ func (r *Report) String() string {
 	if !r.Pass {
 		verdict = "FAIL"
 	}
-	return fmt.Sprintf("kernel=%s params=%q cycles=%d macs=%d ampPeakPercent=%.2f maximumAbsoluteError=%g tolerance=%g numericalTest=%s",
-		r.Kernel, kernels.Params(r.Params).String(), r.Cycles, r.MACs, r.PeakPercent, r.MaxAbsError, r.Tolerance, verdict)
+	return fmt.Sprintf("kernel=%s params=%q cycles=%d macs=%d ampPeakPercent=%.2f maximumAbsoluteError=%g tolerance=%g numericalTest=%s assumptions=%s",
+		r.Kernel, kernels.Params(r.Params).String(), r.Cycles, r.MACs, r.PeakPercent, r.MaxAbsError, r.Tolerance, verdict, r.Assumptions)
 }
 
 // DataBase is where bench setups start placing operands: region 1, so
@@ -96,6 +99,30 @@ _start:
 // itself (the supervisor alone issues every cycle).
 const callOverhead = 1
 
+// Harness assembles the supervisor program that calls entry (`call $m10,
+// entry`) and stops at the `sync 3` after it returns. Its entry symbol is
+// HarnessEntry; link it first. `ipu tile run` uses it too, so a kernel's
+// cycles mean the same everywhere.
+func Harness(entry string) (*elf.Object, error) {
+	obj, err := asm.Assemble("harness.S", []byte(harness), asm.Options{Defines: map[string]string{"KERNEL_ENTRY": entry}})
+	if err != nil {
+		return nil, fmt.Errorf("harness calling %q: %w", entry, err)
+	}
+	return obj, nil
+}
+
+// HarnessEntry is the harness's entry symbol.
+const HarnessEntry = "_start"
+
+// HarnessReturnOffset is the offset from the harness entry of the `sync 3`
+// the kernel returns to: a tile stopped at that sync has returned.
+const HarnessReturnOffset = 4
+
+// CallCycles is the kernel's share of a harness run that stopped at the
+// harness's sync in cycle res.Cycle-1: from the call to the return, less
+// the call itself.
+func CallCycles(res emu.Result) uint64 { return res.Cycle - 1 - callOverhead }
+
 // prepared is a kernel loaded on a fresh tile with its inputs written.
 type prepared struct {
 	kernel *kernels.Kernel
@@ -117,11 +144,11 @@ func loadKernel(name string, given kernels.Params, cache kernels.Cache) (*prepar
 	if err != nil {
 		return nil, err
 	}
-	stub, err := asm.Assemble("harness.S", []byte(harness), asm.Options{Defines: map[string]string{"KERNEL_ENTRY": k.Entry}})
+	stub, err := Harness(k.Entry)
 	if err != nil {
-		return nil, fmt.Errorf("BUG: harness: %w", err)
+		return nil, fmt.Errorf("BUG: %w", err)
 	}
-	img, err := elf.Link([]*elf.Object{stub, built.Object}, elf.LinkOptions{Entry: "_start"})
+	img, err := elf.Link([]*elf.Object{stub, built.Object}, elf.LinkOptions{Entry: HarnessEntry})
 	if err != nil {
 		return nil, fmt.Errorf("link %s: %w", name, err)
 	}
@@ -138,6 +165,11 @@ func loadKernel(name string, given kernels.Params, cache kernels.Cache) (*prepar
 
 // prepare loads a kernel and writes its seeded inputs with its bench setup.
 func prepare(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*prepared, error) {
+	return prepareAssuming(name, given, seed, cache, emu.DefaultAssumptions)
+}
+
+// prepareAssuming is prepare on a tile running with the assumption set.
+func prepareAssuming(name string, given kernels.Params, seed uint64, cache kernels.Cache, set emu.AssumptionSet) (*prepared, error) {
 	setup, ok := setups[name]
 	if !ok {
 		if _, err := kernels.Lookup(name); err != nil {
@@ -149,6 +181,7 @@ func prepare(name string, given kernels.Params, seed uint64, cache kernels.Cache
 	if err != nil {
 		return nil, err
 	}
+	p.tile.SetAssumptions(set)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
 	c, err := setup(p.tile, p.built.Params, rng)
 	if err != nil {
@@ -174,9 +207,17 @@ func (p *prepared) execute() (emu.Result, error) {
 	return res, nil
 }
 
-// Run builds and runs one kernel specialisation with data from seed.
+// Run builds and runs one kernel specialisation with data from seed, on a
+// tile with the default assumptions.
 func Run(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*Report, error) {
-	p, err := prepare(name, given, seed, cache)
+	return RunAssuming(name, given, seed, cache, emu.DefaultAssumptions)
+}
+
+// RunAssuming is Run on a tile running with the assumption set (e.g.
+// emu.ConservativeAssumptions for `ipu kernel run --conservative`). A
+// kernel that depends on an assumption left out fails its numerical check.
+func RunAssuming(name string, given kernels.Params, seed uint64, cache kernels.Cache, set emu.AssumptionSet) (*Report, error) {
+	p, err := prepareAssuming(name, given, seed, cache, set)
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +228,9 @@ func Run(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*
 	k, built, c := p.kernel, p.built, p.c
 	// The sync issued in the last cycle; the kernel ran from cycle 0 to
 	// there, less the harness's call.
-	cycles := res.Cycle - 1 - callOverhead
+	cycles := CallCycles(res)
 	rep := &Report{Kernel: name, Params: built.Params, Cycles: cycles, Bundles: res.Bundles,
-		Tolerance: c.Tolerance, CodeBytes: p.code, Cached: built.Cached, Seed: seed}
+		Tolerance: c.Tolerance, CodeBytes: p.code, Cached: built.Cached, Seed: seed, Assumptions: set.String()}
 	if k.MACs != nil {
 		rep.MACs = k.MACs(built.Params)
 		if cycles > 0 {

@@ -23,7 +23,9 @@ type gemmVariant struct {
 
 func init() {
 	register("gemm_f16", gemmSetup(gemmVariant{cols: 16}))
+	register("gemm_f16_drain", gemmSetup(gemmVariant{cols: 16}))
 	register("gemm_f16_f32acc", gemmSetup(gemmVariant{cols: 8, f32Out: true}))
+	register("gemm_f16_f32acc_drain", gemmSetup(gemmVariant{cols: 8, f32Out: true}))
 }
 
 // gemmPlacement is where a setup puts the three panels: left first in the
