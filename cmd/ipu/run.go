@@ -48,7 +48,8 @@ metrics.`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch f.Name {
-					case "json", "device", "lock-wait", "no-kernel-cache", "profile":
+					case "json", "device", "lock-wait", "no-kernel-cache", "profile", "isa", "isa-permute":
+						// --isa sets the emulator's decoder (the package does not carry it).
 					default:
 						changed = append(changed, "--"+f.Name)
 					}
