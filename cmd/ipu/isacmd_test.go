@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,8 +62,8 @@ func TestISALearnRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("isa learn: exit %d\n%s%s", code, out, errs)
 	}
-	if want := "learned 124 of 124 rows"; len(isa.Table) != 124 || !strings.Contains(out, want) {
-		t.Errorf("isa learn printed %q; want %q (table size %d)", out, want, len(isa.Table))
+	if want := fmt.Sprintf("learned %d of %d rows", len(isa.Table), len(isa.Table)); !strings.Contains(out, want) {
+		t.Errorf("isa learn printed %q; want %q", out, want)
 	}
 	if strings.Contains(out, "not learned") {
 		t.Errorf("rows not learned:\n%s", out)
