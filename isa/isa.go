@@ -13,6 +13,11 @@
 // an operand is a fixed bit: masks are derived, and the tests prove that no
 // word matches two rows. docs/isa.md explains the table and lists the rows
 // (generated from it).
+//
+// An encoding overlay (overlay.go; learned from an SDK assembler by package
+// isa/learn) may replace the rows' encodings before anything encodes or
+// decodes: Install validates it against the table and rewrites the rows in
+// place, so every user of the table follows.
 package isa
 
 import (
