@@ -13,6 +13,11 @@
 // an operand is a fixed bit: masks are derived, and the tests prove that no
 // word matches two rows. docs/isa.md explains the table and lists the rows
 // (generated from it).
+//
+// An encoding overlay (overlay.go; learned from an SDK assembler by package
+// isa/learn) may replace the rows' encodings before anything encodes or
+// decodes: Install validates it against the table and rewrites the rows in
+// place, so every user of the table follows.
 package isa
 
 import (
@@ -351,7 +356,18 @@ func (o *Operand) get(words []uint32) int64 {
 	for _, f := range o.Fields {
 		stored = stored<<f.Width | uint64((words[f.Word]>>f.Lo)&(uint32(1)<<f.Width-1))
 	}
+	return o.ValueOf(stored)
+}
+
+// ValueOf is the operand value (as written in assembly) whose encoding
+// stores the field value stored: sign-extended when Signed, then shifted
+// and offset. The SDK learner uses it to write operands that set chosen
+// field bits.
+func (o *Operand) ValueOf(stored uint64) int64 {
 	w := o.Width()
+	if w < 64 {
+		stored &= uint64(1)<<w - 1
+	}
 	v := int64(stored)
 	if o.Signed && w > 0 && stored&(1<<(w-1)) != 0 {
 		v -= int64(1) << w
@@ -417,6 +433,11 @@ func DecodeIn(ctx Context, words []uint32) (Decoded, error) {
 // Lookup returns the row whose fixed bits match word, or nil. Buckets list
 // refining rows (more fixed bits) first, so nop wins over setzi.
 func Lookup(word uint32) *Inst {
+	// Install refuses to change encodings once anything has decoded or
+	// encoded; a load per lookup is cheap, the store happens once.
+	if !used.Load() {
+		used.Store(true)
+	}
 	for _, in := range decodeBuckets[word>>bucketShift] {
 		if word&in.mask == in.Match {
 			return in
@@ -447,8 +468,9 @@ func init() {
 	build(append(rows(), extRows()...))
 }
 
-// build derives masks, indexes the table and checks the rows' internal
-// consistency. A broken row is a programming error: it panics with BUG.
+// build indexes the table's rows and derives their masks. A broken row is
+// a programming error: it panics with BUG. The rows' encodings (Match and
+// operand fields) are saved as the default that Restore brings back.
 func build(rs []Inst) {
 	Table = make([]*Inst, len(rs))
 	for i := range rs {
@@ -460,35 +482,18 @@ func build(rs []Inst) {
 		if in.Cycles == 0 {
 			in.Cycles = 1
 		}
-		var used [2]uint32
+		// Own the operand slice: installing an overlay rewrites fields in
+		// place, which must not leak into another row sharing the array.
+		in.Operands = append([]Operand(nil), in.Operands...)
 		for j := range in.Operands {
 			op := &in.Operands[j]
-			if len(op.Fields) == 0 {
-				panic(fmt.Sprintf("BUG: isa row %s operand %d has no field", in.ID(), j))
-			}
-			for _, f := range op.Fields {
-				if int(f.Word) >= in.Words || int(f.Lo)+int(f.Width) > 32 || f.Width == 0 {
-					panic(fmt.Sprintf("BUG: isa row %s operand %s field %+v out of the word", in.ID(), op.Name, f))
-				}
-				if used[f.Word]&f.mask() != 0 {
-					panic(fmt.Sprintf("BUG: isa row %s operand %s overlaps another field", in.ID(), op.Name))
-				}
-				used[f.Word] |= f.mask()
-			}
+			op.Fields = append([]Field(nil), op.Fields...)
 			if op.Reloc != RelocNone && op.Kind != KindImm {
 				panic(fmt.Sprintf("BUG: isa row %s operand %s: relocation on a non-immediate", in.ID(), op.Name))
 			}
-			if op.Width() > 62 {
-				panic(fmt.Sprintf("BUG: isa row %s operand %s is too wide", in.ID(), op.Name))
-			}
 		}
-		free := used[0]
-		if in.CoIssue {
-			free |= CoIssueBit
-		}
-		in.mask = ^free
-		if in.Match&^in.mask != 0 {
-			panic(fmt.Sprintf("BUG: isa row %s: Match 0x%08x sets operand bits", in.ID(), in.Match))
+		if err := derive(in); err != nil {
+			panic("BUG: " + err.Error())
 		}
 		if _, dup := byID[in.ID()]; dup {
 			panic(fmt.Sprintf("BUG: isa row %s defined twice", in.ID()))
@@ -496,30 +501,78 @@ func build(rs []Inst) {
 		byID[in.ID()] = in
 		byMnemonic[in.Mnemonic] = append(byMnemonic[in.Mnemonic], in)
 		Table[i] = in
+	}
+	b, err := index(Table, func(id string) *Inst { return byID[id] })
+	if err != nil {
+		panic("BUG: " + err.Error())
+	}
+	decodeBuckets = b
+	defaultEnc = snapshot(Table)
+}
+
+// derive checks a row's operand fields and derives its mask: every bit of
+// word 0 that is not an operand field (nor the co-issue flag of a row that
+// may co-issue) is fixed.
+func derive(in *Inst) error {
+	var used [2]uint32
+	for j := range in.Operands {
+		op := &in.Operands[j]
+		if len(op.Fields) == 0 {
+			return fmt.Errorf("isa row %s operand %d has no field", in.ID(), j)
+		}
+		for _, f := range op.Fields {
+			if int(f.Word) >= in.Words || int(f.Lo)+int(f.Width) > 32 || f.Width == 0 {
+				return fmt.Errorf("isa row %s operand %s field %+v out of the word", in.ID(), op.Name, f)
+			}
+			if used[f.Word]&f.mask() != 0 {
+				return fmt.Errorf("isa row %s operand %s overlaps another field", in.ID(), op.Name)
+			}
+			used[f.Word] |= f.mask()
+		}
+		if op.Width() > 62 {
+			return fmt.Errorf("isa row %s operand %s is too wide", in.ID(), op.Name)
+		}
+	}
+	free := used[0]
+	if in.CoIssue {
+		free |= CoIssueBit
+	}
+	in.mask = ^free
+	if in.Match&^in.mask != 0 {
+		return fmt.Errorf("isa row %s: Match 0x%08x sets operand bits", in.ID(), in.Match)
+	}
+	return nil
+}
+
+// index checks refinements and builds the decode buckets of rows whose
+// masks are derived.
+func index(rs []*Inst, byID func(string) *Inst) ([256][]*Inst, error) {
+	var buckets [256][]*Inst
+	for _, in := range rs {
 		// Register the row in every bucket its top byte can take.
 		top := in.mask >> bucketShift
 		fixed := in.Match >> bucketShift
 		freeTop := ^top & 0xFF
 		for sub := freeTop; ; sub = (sub - 1) & freeTop {
-			decodeBuckets[fixed|sub] = append(decodeBuckets[fixed|sub], in)
+			buckets[fixed|sub] = append(buckets[fixed|sub], in)
 			if sub == 0 {
 				break
 			}
 		}
 	}
-	for i := range Table {
-		in := Table[i]
+	for _, in := range rs {
 		if in.Refines == "" {
 			continue
 		}
-		gen := byID[in.Refines]
+		gen := byID(in.Refines)
 		if gen == nil || gen.mask&^in.mask != 0 || (in.Match^gen.Match)&gen.mask != 0 {
-			panic(fmt.Sprintf("BUG: isa row %s does not refine %s", in.ID(), in.Refines))
+			return buckets, fmt.Errorf("isa row %s does not refine %s", in.ID(), in.Refines)
 		}
 	}
-	for b := range decodeBuckets {
-		sort.SliceStable(decodeBuckets[b], func(i, j int) bool {
-			return bits.OnesCount32(decodeBuckets[b][i].mask) > bits.OnesCount32(decodeBuckets[b][j].mask)
+	for b := range buckets {
+		sort.SliceStable(buckets[b], func(i, j int) bool {
+			return bits.OnesCount32(buckets[b][i].mask) > bits.OnesCount32(buckets[b][j].mask)
 		})
 	}
+	return buckets, nil
 }

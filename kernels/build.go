@@ -16,6 +16,7 @@ import (
 
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/isa"
 )
 
 // AssemblerVersion is part of every cache key: bump it when the assembler
@@ -65,6 +66,11 @@ func DefaultCache() Cache {
 func (k *Kernel) key(p Params) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", AssemblerVersion, k.Name, k.Source)
+	// Under an encoding overlay (isa.Install) the same source assembles to
+	// other words; ipustack's own encodings keep the keys they always had.
+	if fp := isa.Fingerprint(); fp != "" {
+		fmt.Fprintf(h, "isa-overlay\x00%s\x00", fp)
+	}
 	names, err := fs.Glob(sources, "src/*")
 	if err != nil {
 		return "", err

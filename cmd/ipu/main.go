@@ -42,8 +42,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type globalFlags struct {
-	logFormat string
-	logLevel  string
+	logFormat  string
+	logLevel   string
+	isa        string
+	isaPermute uint64
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -54,14 +56,20 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return setupLogging(g, stderr)
+			if err := setupLogging(g, stderr); err != nil {
+				return err
+			}
+			return installISA(g)
 		},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newBuildCmd(), newVersionCmd(), newDiagnoseCmd(), newExchangeCmd(), newProfileCmd(), newTileCmd())
+	root.PersistentFlags().StringVar(&g.isa, "isa", "", "instruction encodings overlay from ipu isa learn, for the assembler, objdump and emulator (default $IPUSTACK_ISA)")
+	root.PersistentFlags().Uint64Var(&g.isaPermute, "isa-permute", 0, "test stand-in for an SDK: scramble ipustack's own encodings with this seed")
+	_ = root.PersistentFlags().MarkHidden("isa-permute")
+	root.AddCommand(newISACmd(), newAsmCmd(), newObjdumpCmd(), newLinkCmd(), newKernelCmd(), newInspectCmd(), newRunCmd(), newBuildCmd(), newVersionCmd(), newDiagnoseCmd(), newExchangeCmd(), newProfileCmd(), newTileCmd())
 	root.SetFlagErrorFunc(flagError)
 	nameArgErrors(root)
 	noOctal(root)

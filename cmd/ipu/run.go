@@ -59,7 +59,7 @@ lists them).`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch {
-					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile", "conservative"}, f.Name),
+					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile", "conservative", "isa", "isa-permute"}, f.Name),
 						slices.Contains(ud.names(), f.Name):
 					default:
 						changed = append(changed, "--"+f.Name)

@@ -438,13 +438,15 @@ func CodeBytes(imgs []*elf.Image) int {
 	return m
 }
 
-var brM10 = func() []byte {
+// brM10 is assembled on first use, not at init: an encoding overlay
+// (isa.Install) must be installed before anything assembles.
+var brM10 = sync.OnceValue(func() []byte {
 	obj, err := asm.Assemble("ret.S", []byte("\t.section .text, \"ax\"\n\t.supervisor\n\tbr $m10\n"), asm.Options{})
 	if err != nil {
 		panic("BUG: " + err.Error())
 	}
 	return obj.Sections[0].Data
-}()
+})
 
 // Package assembles the application package.
 func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs []*elf.Image, tileProgram []int, version string) (*ipuexe.Package, error) {
@@ -470,7 +472,7 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
 		img := imgs[tileProgram[l]]
-		rows := append([]byte(nil), brM10...)
+		rows := append([]byte(nil), brM10()...)
 		for len(rows)%8 != 0 {
 			rows = append(rows, 0)
 		}
@@ -482,7 +484,7 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 				for _, wd := range pr.Words {
 					rows = le.AppendUint32(rows, wd)
 				}
-				rows = append(rows, brM10...)
+				rows = append(rows, brM10()...)
 				for len(rows)%8 != 0 {
 					rows = append(rows, 0)
 				}
