@@ -30,8 +30,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode"
 	"time"
+	"unicode"
 
 	"github.com/gofrs/flock"
 )
