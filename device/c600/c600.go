@@ -20,8 +20,27 @@ func init() {
 		if node == "" {
 			node = DefaultNode
 		}
-		return &Device{node: node}, nil
+		d := &Device{node: node}
+		switch b := opts.Backend.(type) {
+		case nil:
+		case Options:
+			d.opts = b
+		case *Options:
+			if b != nil {
+				d.opts = *b
+			}
+		default:
+			return nil, fmt.Errorf("c600 backend options must be c600.Options, not %T", opts.Backend)
+		}
+		return d, nil
 	})
+}
+
+// Options configure the card.
+type Options struct {
+	// Bootloader is the SDK's tile bootloader ELF
+	// (bin/ipu/tile_bootloader_cc_ipu21.elf); Load needs it.
+	Bootloader string
 }
 
 // card is what the driver needs of an opened card: the configuration
@@ -37,6 +56,7 @@ type card interface {
 
 // Device is one C600 card.
 type Device struct {
+	opts Options
 	node string
 	c    card
 }
@@ -135,9 +155,24 @@ func (d *Device) ReplayConfig(ctx context.Context, writes []config.Write) error 
 // errNotBuilt is the answer of the steps this revision does not have.
 var errNotBuilt = errors.New("not built in this revision of the c600 driver (the bootloader, tile loading and the host session are issue 15's remaining work)")
 
-// Load is not built yet.
+// Load checks the bootloader and installs it on every tile through the
+// autoloader; the tile frames, the final mark and the initial sync are not
+// built yet.
 func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(done, total int)) error {
-	return fmt.Errorf("c600 %s: load: %w", d.node, errNotBuilt)
+	if d.c == nil {
+		return fmt.Errorf("c600 %s: load: the device is not open", d.node)
+	}
+	if d.opts.Bootloader == "" {
+		return fmt.Errorf("c600 %s: load: no bootloader: give the SDK's bin/ipu/tile_bootloader_cc_ipu21.elf (c600.Options.Bootloader)", d.node)
+	}
+	b, err := ReadBootloader(d.opts.Bootloader)
+	if err != nil {
+		return fmt.Errorf("c600 %s: load: %w", d.node, err)
+	}
+	if err := installBootloader(d.c, b, target.Tiles); err != nil {
+		return fmt.Errorf("c600 %s: load: installing the bootloader: %w", d.node, err)
+	}
+	return fmt.Errorf("c600 %s: load: tile frames: %w", d.node, errNotBuilt)
 }
 
 // StartSession is not built yet.

@@ -3,6 +3,8 @@ package c600
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -80,8 +82,17 @@ func TestReplaySkipsAndClearsHSP(t *testing.T) {
 
 func TestNotBuiltSteps(t *testing.T) {
 	d := &Device{node: "fake", c: &fakeCard{regs: map[uint32]uint32{}}}
-	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "not built") {
-		t.Fatalf("load: %v", err)
+	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "no bootloader") {
+		t.Fatalf("load without a bootloader: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "boot.elf")
+	if err := os.WriteFile(path, elf32(1, []uint32{BootloaderBase}, make([]byte, 1024)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &autoCard{fakeCard{regs: map[uint32]uint32{}}}
+	d = &Device{node: "fake", c: a, opts: Options{Bootloader: path}}
+	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "tile frames: not built") || len(a.log) != 1+256+4 {
+		t.Fatalf("load: %v (%d writes)", err, len(a.log))
 	}
 	if _, err := d.StartSession(context.Background()); err == nil {
 		t.Fatal("session")

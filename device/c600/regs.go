@@ -27,3 +27,22 @@ const (
 
 // DefaultNode is the card Open uses when the device name has no node.
 const DefaultNode = "/dev/ipu0"
+
+// Autoloader and bootloader facts (IPU21.md, "Load").
+const (
+	regAutoldCSR    = 0x2068
+	regAutoldTarget = 0x206C
+	regAutoldData   = 0x2070
+
+	autoldGo          = 1 << 8
+	autoldDataPresent = 1 << 20
+	autoldTileShift   = 9
+	autoldPointerMask = 0x3F
+	autoldZone        = 32 << 20
+	autoldKiBShift    = 10
+
+	// BootloaderBase is where the SDK's tile bootloader's one segment
+	// loads; BootloaderMax its largest size.
+	BootloaderBase = 0x4C000
+	BootloaderMax  = 4096
+)
