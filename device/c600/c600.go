@@ -1,9 +1,11 @@
 package c600
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/config"
@@ -155,8 +157,10 @@ func (d *Device) ReplayConfig(ctx context.Context, writes []config.Write) error 
 // errNotBuilt is the answer of the steps this revision does not have.
 var errNotBuilt = errors.New("not built in this revision of the c600 driver (the bootloader, tile loading and the host session are issue 15's remaining work)")
 
-// Load checks the bootloader and installs it on every tile through the
-// autoloader; the tile frames, the final mark and the initial sync are not
+// Load checks the bootloader, frames every tile of the package into its
+// batch (checking the loader's limits) and installs the bootloader on every
+// tile through the autoloader; sending the batches (the transport buffer,
+// XB setup, GS1 handshakes), the final mark and the initial sync are not
 // built yet.
 func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(done, total int)) error {
 	if d.c == nil {
@@ -168,6 +172,22 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 	b, err := ReadBootloader(d.opts.Bootloader)
 	if err != nil {
 		return fmt.Errorf("c600 %s: load: %w", d.node, err)
+	}
+	if pkg == nil || len(pkg.Tiles) == 0 {
+		return fmt.Errorf("c600 %s: load: the package has no tiles", d.node)
+	}
+	// Build (and so check) every batch before touching the card: tiles in
+	// physical-id order, target.LoaderBatchTiles a batch.
+	tiles := make([]*ipuexe.Tile, len(pkg.Tiles))
+	for i := range pkg.Tiles {
+		tiles[i] = &pkg.Tiles[i]
+	}
+	slices.SortFunc(tiles, func(a, b *ipuexe.Tile) int { return cmp.Compare(a.Physical, b.Physical) })
+	buf := make([]byte, transportBytes)
+	for first := 0; first < len(tiles); first += target.LoaderBatchTiles {
+		if err := fillBatch(buf, tiles[first:min(first+target.LoaderBatchTiles, len(tiles))]); err != nil {
+			return fmt.Errorf("c600 %s: load: batch %d: %w", d.node, first/target.LoaderBatchTiles, err)
+		}
 	}
 	if err := installBootloader(d.c, b, target.Tiles); err != nil {
 		return fmt.Errorf("c600 %s: load: installing the bootloader: %w", d.node, err)

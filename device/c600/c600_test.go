@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/device/config"
+	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/target"
 )
 
 // fakeCard records what the driver does and answers like a card whose
@@ -91,7 +93,11 @@ func TestNotBuiltSteps(t *testing.T) {
 	}
 	a := &autoCard{fakeCard{regs: map[uint32]uint32{}}}
 	d = &Device{node: "fake", c: a, opts: Options{Bootloader: path}}
-	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "tile frames: not built") || len(a.log) != 1+256+4 {
+	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "no tiles") || len(a.log) != 0 {
+		t.Fatalf("load of no package: %v (%d writes)", err, len(a.log))
+	}
+	pkg := &ipuexe.Package{Tiles: []ipuexe.Tile{{Physical: 3, Entry: target.EntrySlot, Segments: []ipuexe.Segment{{Address: target.EntrySlot, MemSize: 8, Data: make([]byte, 8)}}}}}
+	if err := d.Load(context.Background(), pkg, nil); err == nil || !strings.Contains(err.Error(), "tile frames: not built") || len(a.log) != 1+256+4 {
 		t.Fatalf("load: %v (%d writes)", err, len(a.log))
 	}
 	if _, err := d.StartSession(context.Background()); err == nil {
