@@ -37,3 +37,11 @@ func TestC600WithoutCard(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+func TestBootloaderFlagNeedsC600(t *testing.T) {
+	t.Setenv(lock.EnvPath, filepath.Join(t.TempDir(), "lock"))
+	code, _, errs := ipu(t, "diagnose", "--log-level", "warn", "--tiles", "1", "--bootloader", "boot.elf")
+	if code == 0 || !strings.Contains(errs, `--bootloader applies to --device c600 only, not "emu"`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

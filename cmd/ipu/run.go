@@ -22,6 +22,7 @@ func newRunCmd() *cobra.Command {
 		dev      string
 		lockWait time.Duration
 		profPath string
+		bootPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [FILE.ipuexe | --workload NAME [shape flags] [--tiles N]] [--json] [--profile FILE]",
@@ -48,7 +49,7 @@ metrics.`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch f.Name {
-					case "json", "device", "lock-wait", "no-kernel-cache", "profile":
+					case "json", "device", "lock-wait", "no-kernel-cache", "profile", "bootloader":
 					default:
 						changed = append(changed, "--"+f.Name)
 					}
@@ -84,7 +85,11 @@ metrics.`,
 				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
 			}
 			t0 := time.Now()
-			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: device.Options{LockWait: lockWait}, Profile: profPath})
+			dopts, err := deviceOptions(dev, lockWait, bootPath)
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			m, err := build.Run(ctx, pkg, r, g, pl, build.RunOptions{Device: dev, DeviceOptions: dopts, Profile: profPath})
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
@@ -104,6 +109,7 @@ metrics.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metrics as one JSON object")
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
+	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600")
 	cmd.Flags().StringVar(&profPath, "profile", "", "write the run profile to this file (adds profile= and samples= to the metrics)")
 	return cmd
 }
