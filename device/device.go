@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -102,8 +103,14 @@ type CallStats struct {
 
 // Options configure Open.
 type Options struct {
-	// LockPath is the ownership lock file (lock.ResolvePath: default
-	// lock.DefaultPath or $IPUSTACK_DEVICE_LOCK).
+	// Node is the device node of a hardware backend, the part of the name
+	// after the colon in "c600:/dev/ipu1" (Open fills it in; "" means the
+	// backend's default node).
+	Node string
+	// LockPath is the ownership lock file of a hardware device. "" means
+	// $IPUSTACK_DEVICE_LOCK when set, else the file lock.PathFor derives
+	// from the device node, so that each card has its own lock. Emulated
+	// backends take no lock.
 	LockPath string
 	// LockWait is how long to wait for another owner (0: fail at once; a
 	// negative value waits until ctx is done, as lock.Options.Wait).
@@ -119,20 +126,49 @@ type Options struct {
 // Opener makes a backend's Device. The device lock is already held.
 type Opener func(opts Options) (Device, error)
 
+// backend is one registry entry.
+type backend struct {
+	open Opener
+	// node is the default device node; "" for an emulated backend, which
+	// owns no hardware and so takes no lock.
+	node     string
+	emulated bool
+}
+
 var (
 	mu       sync.Mutex
-	backends = map[string]Opener{}
+	backends = map[string]backend{}
 )
 
-// Register makes a backend available to Open under name. It panics on a
-// duplicate name: that is a programming error found at init time.
-func Register(name string, open Opener) {
+// Register makes a hardware backend available to Open under name; its
+// default device node is name itself. Use RegisterHardware to give another
+// default node, RegisterEmulated for a backend that owns no hardware. It
+// panics on a duplicate name: that is a programming error found at init
+// time.
+func Register(name string, open Opener) { RegisterHardware(name, name, open) }
+
+// RegisterHardware registers a backend that drives a device node
+// (defaultNode unless the name carries one, "c600:/dev/ipu1"). Open locks
+// the node: two runs on one card wait for each other, runs on different
+// cards do not.
+func RegisterHardware(name, defaultNode string, open Opener) {
+	register(name, backend{open: open, node: defaultNode})
+}
+
+// RegisterEmulated registers a backend that owns no hardware (an
+// emulator): Open takes no lock for it, so emulated runs never wait for
+// each other or for a hardware run.
+func RegisterEmulated(name string, open Opener) {
+	register(name, backend{open: open, emulated: true})
+}
+
+func register(name string, b backend) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := backends[name]; dup {
 		panic("device: backend " + name + " registered twice")
 	}
-	backends[name] = open
+	backends[name] = b
 }
 
 // Names lists the registered backends.
@@ -150,18 +186,28 @@ func Names() []string {
 // ErrUnknown is wrapped by Open's error for a name no backend has.
 var ErrUnknown = errors.New("unknown device")
 
-// Open takes ownership of the device (the lock, unless opts.NoLock) and
-// makes backend name's Device ("" means DefaultName); the device still
-// needs its Open method. The lock is released by Device.Close, or at once
-// when making the backend fails.
+// Open takes ownership of the device and makes backend name's Device (""
+// means DefaultName; "NAME:NODE" names a device node of a hardware
+// backend, as in "c600:/dev/ipu1"); the device still needs its Open
+// method. A hardware device is locked per device node (see
+// Options.LockPath) unless opts.NoLock; an emulated one is never locked.
+// The lock is released by Device.Close, or at once when making the backend
+// fails.
 func Open(ctx context.Context, name string, opts Options) (Device, error) {
 	if name == "" {
 		name = DefaultName
 	}
+	if b, node, ok := strings.Cut(name, ":"); ok {
+		if node == "" {
+			return nil, fmt.Errorf("device %q: empty device node after the colon", name)
+		}
+		name, opts.Node = b, node
+	}
 	mu.Lock()
-	open := backends[name]
+	be, found := backends[name]
 	mu.Unlock()
-	if open == nil {
+	open := be.open
+	if !found {
 		known := Names()
 		hint := "hardware backends are not built; use --device emu"
 		if !slices.Contains(known, "emu") {
@@ -173,9 +219,21 @@ func Open(ctx context.Context, name string, opts Options) (Device, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if be.emulated && opts.Node != "" {
+		return nil, fmt.Errorf("device %s:%s: the %s backend is emulated and has no device node", name, opts.Node, name)
+	}
+	if !be.emulated && opts.Node == "" {
+		opts.Node = be.node
+	}
 	var lk *lock.Lock
-	if !opts.NoLock {
-		path := lock.ResolvePath(opts.LockPath)
+	if !opts.NoLock && !be.emulated {
+		path := opts.LockPath
+		if path == "" {
+			path = lock.PathFor(opts.Node)
+			if p := os.Getenv(lock.EnvPath); p != "" {
+				path = p
+			}
+		}
 		log.InfoContext(ctx, "waiting for hardware ownership", "path", path)
 		var err error
 		lk, err = lock.Acquire(ctx, path, lock.Options{Wait: opts.LockWait, Logger: log})

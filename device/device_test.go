@@ -114,3 +114,62 @@ func TestEmuOrder(t *testing.T) {
 		t.Fatal("wrong backend options accepted")
 	}
 }
+
+// TestEmulatedRunsTakeNoLock: emulator runs do not serialize on the
+// hardware lock. With the lock file held by another owner, two emulated
+// devices still open at once, without waiting (LockWait 0 would fail at
+// once on a held lock).
+func TestEmulatedRunsTakeNoLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	t.Setenv(lock.EnvPath, path)
+	ctx := context.Background()
+	held, err := lock.Acquire(ctx, path, lock.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	a, err := device.Open(ctx, "emu", device.Options{})
+	if err != nil {
+		t.Fatalf("first emulated device with the hardware lock held: %v", err)
+	}
+	b, err := device.Open(ctx, "emu", device.Options{LockPath: path})
+	if err != nil {
+		t.Fatalf("second emulated device while the first is open: %v", err)
+	}
+	a.Close()
+	b.Close()
+	// A hardware backend does wait for that lock.
+	if _, err := device.Open(ctx, "fake", device.Options{}); !errors.Is(err, lock.ErrBusy) {
+		t.Fatalf("hardware backend with its lock held: %v", err)
+	}
+	if _, err := device.Open(ctx, "emu:/dev/ipu0", device.Options{}); err == nil || !strings.Contains(err.Error(), "no device node") {
+		t.Fatalf("emulated backend with a node: %v", err)
+	}
+}
+
+// TestHardwareLockPerNode: each device node has its own lock.
+func TestHardwareLockPerNode(t *testing.T) {
+	t.Setenv(lock.EnvPath, "")
+	dir := t.TempDir()
+	ctx := context.Background()
+	a, b := filepath.Join(dir, "ipu0"), filepath.Join(dir, "ipu1")
+	if lock.PathFor(a) == lock.PathFor(b) || lock.PathFor("/dev/ipu0") != "/tmp/ipustack-device-dev-ipu0.lock" {
+		t.Fatalf("lock paths %s %s %s", lock.PathFor(a), lock.PathFor(b), lock.PathFor("/dev/ipu0"))
+	}
+	d0, err := device.Open(ctx, "fake:"+a, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d0.Close()
+	d1, err := device.Open(ctx, "fake:"+b, device.Options{})
+	if err != nil {
+		t.Fatalf("a second card while the first is owned: %v", err)
+	}
+	defer d1.Close()
+	if _, err := device.Open(ctx, "fake:"+a, device.Options{}); !errors.Is(err, lock.ErrBusy) || !strings.Contains(err.Error(), lock.PathFor(a)) {
+		t.Fatalf("the same card twice: %v", err)
+	}
+	if _, err := device.Open(ctx, "fake:", device.Options{}); err == nil || !strings.Contains(err.Error(), "empty device node") {
+		t.Fatalf("empty node: %v", err)
+	}
+}

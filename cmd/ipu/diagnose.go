@@ -26,6 +26,7 @@ func newDiagnoseCmd() *cobra.Command {
 		tiles    int
 		dev      string
 		lockWait time.Duration
+		bootPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "diagnose [--tiles N] [--device emu]",
@@ -45,6 +46,10 @@ lines, then a count) and exits 1.`,
 			}
 			if lockWait < 0 {
 				return fmt.Errorf("diagnose: --lock-wait %v: want a duration >= 0", lockWait)
+			}
+			dopts, err := deviceOptions(dev, lockWait, bootPath)
+			if err != nil {
+				return fmt.Errorf("diagnose: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			start := time.Now()
@@ -67,7 +72,7 @@ lines, then a count) and exits 1.`,
 			built := time.Since(start)
 			res, err := runtime.Run(cmd.Context(), pkg, runtime.Options{
 				Device:        dev,
-				DeviceOptions: device.Options{LockWait: lockWait},
+				DeviceOptions: dopts,
 				Inputs:        d.Inputs,
 				Weights:       d.Weights,
 			})
@@ -93,5 +98,6 @@ lines, then a count) and exits 1.`,
 	cmd.Flags().IntVar(&tiles, "tiles", target.Tiles, "number of tiles (logical 0..N-1)")
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
+	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600")
 	return cmd
 }

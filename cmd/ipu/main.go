@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	_ "github.com/ipustack/ipustack/device/c600" // the real-card backend ("c600[:/dev/ipuN]")
 	"io"
 	"log/slog"
 	"os"

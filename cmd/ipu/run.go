@@ -24,6 +24,7 @@ func newRunCmd() *cobra.Command {
 		lockWait time.Duration
 		profPath string
 		ud       userDataFlags
+		bootPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [FILE.ipuexe | --workload NAME [shape flags] [--tiles N]] [--weights FILE.safetensors [--weights-prefix P]] [--input FILE.npy] [--output FILE.npy] [--json] [--profile FILE]",
@@ -59,7 +60,7 @@ lists them).`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch {
-					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile", "conservative", "isa", "isa-permute"}, f.Name),
+					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile", "conservative", "isa", "isa-permute", "bootloader"}, f.Name),
 						slices.Contains(ud.names(), f.Name):
 					default:
 						changed = append(changed, "--"+f.Name)
@@ -108,7 +109,11 @@ lists them).`,
 				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
 			}
 			t0 := time.Now()
-			ro.Device, ro.DeviceOptions, ro.Profile, ro.Conservative = dev, device.Options{LockWait: lockWait}, profPath, wf.conservative
+			dopts, err := deviceOptions(dev, lockWait, bootPath)
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			ro.Device, ro.DeviceOptions, ro.Profile, ro.Conservative = dev, dopts, profPath, wf.conservative
 			m, err := build.Run(ctx, pkg, r, g, pl, ro)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
@@ -130,6 +135,7 @@ lists them).`,
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
 	ud.register(cmd.Flags())
+	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600")
 	cmd.Flags().StringVar(&profPath, "profile", "", "write the run profile to this file (adds profile= and samples= to the metrics)")
 	return cmd
 }

@@ -31,7 +31,7 @@ import (
 const Name = "emu"
 
 func init() {
-	device.Register(Name, func(opts device.Options) (device.Device, error) {
+	device.RegisterEmulated(Name, func(opts device.Options) (device.Device, error) {
 		var o Options
 		switch b := opts.Backend.(type) {
 		case nil:

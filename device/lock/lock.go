@@ -28,13 +28,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gofrs/flock"
 )
 
-// DefaultPath is the lock file guarding the (single) device of a host.
+// DefaultPath is the historic machine-wide lock file; device.Open now
+// locks each hardware device at PathFor(node), in the same directory.
 const DefaultPath = "/tmp/ipustack-device.lock"
 
 // EnvPath names an environment variable that, when set, replaces
@@ -163,6 +166,23 @@ func (l *Lock) Path() string { return l.path }
 
 // Holder returns the description this lock wrote into the file.
 func (l *Lock) Holder() Holder { return l.holder }
+
+// PathFor is the lock file of the device at node (a device node such as
+// "/dev/ipu0", or a backend name): the node's path with every character
+// that is not a letter or digit turned into '-', under the directory of
+// DefaultPath, e.g. /tmp/ipustack-device-dev-ipu0.lock. Each device gets
+// its own lock, so runs on different cards never wait for each other.
+func PathFor(node string) string {
+	var b strings.Builder
+	for _, r := range strings.Trim(node, "/") {
+		if r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return filepath.Join(filepath.Dir(DefaultPath), "ipustack-device-"+b.String()+".lock")
+}
 
 // ResolvePath returns the lock file Acquire uses for path: path itself
 // when set, else $IPUSTACK_DEVICE_LOCK, else DefaultPath.

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ipustack/ipustack/device/lock"
+)
+
+// TestEmulatorRunsDoNotWaitForTheLock: with the hardware lock held by
+// another owner, emulator runs proceed at once (--lock-wait 0 would fail
+// on a held lock): emulator runs never serialize on it.
+func TestEmulatorRunsDoNotWaitForTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	t.Setenv(lock.EnvPath, path)
+	held, err := lock.Acquire(context.Background(), path, lock.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	code, out, errs := ipu(t, "diagnose", "--log-level", "warn", "--tiles", "4", "--lock-wait", "0s")
+	if code != 0 || !strings.HasPrefix(out, "PASS tiles=4 ") {
+		t.Fatalf("emulator run with the hardware lock held: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestC600WithoutCard: on a machine without the card, --device c600 is
+// one clear error line naming the missing node and a non-zero exit.
+func TestC600WithoutCard(t *testing.T) {
+	t.Setenv(lock.EnvPath, filepath.Join(t.TempDir(), "lock"))
+	node := filepath.Join(t.TempDir(), "ipu7")
+	code, out, errs := ipu(t, "diagnose", "--log-level", "warn", "--tiles", "1", "--device", "c600:"+node)
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if code == 0 || out != "" || len(lines) != 1 || !strings.Contains(errs, "no "+node+": there is no IPU card") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+func TestBootloaderFlagNeedsC600(t *testing.T) {
+	t.Setenv(lock.EnvPath, filepath.Join(t.TempDir(), "lock"))
+	code, _, errs := ipu(t, "diagnose", "--log-level", "warn", "--tiles", "1", "--bootloader", "boot.elf")
+	if code == 0 || !strings.Contains(errs, `--bootloader applies to --device c600 only, not "emu"`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

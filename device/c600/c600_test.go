@@ -1,0 +1,106 @@
+package c600
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ipustack/ipustack/device/config"
+	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/target"
+)
+
+// fakeCard records what the driver does and answers like a card whose
+// HSP registers can be made to stick.
+type fakeCard struct {
+	regs   map[uint32]uint32
+	log    []string
+	resp   uint32
+	sticky uint32 // a register offset whose writes are ignored (reads 1)
+}
+
+func (f *fakeCard) read(off uint32) (uint32, error) {
+	if off == f.sticky && off != 0 {
+		return 1, nil
+	}
+	return f.regs[off], nil
+}
+func (f *fakeCard) write(off, v uint32) error {
+	f.log = append(f.log, fmt.Sprintf("w %#x=%#x", off, v))
+	f.regs[off] = v
+	return nil
+}
+func (f *fakeCard) ioctl(req, arg uintptr) error {
+	f.log = append(f.log, fmt.Sprintf("ioctl %#x", req))
+	return nil
+}
+func (f *fakeCard) mailbox(req [5]uint32) ([5]uint32, error) {
+	f.log = append(f.log, fmt.Sprintf("mailbox %#x", req[0]))
+	return [5]uint32{f.resp}, nil
+}
+func (f *fakeCard) setSecondaryID(id uint32) error {
+	f.log = append(f.log, fmt.Sprintf("secondary %d", id))
+	return nil
+}
+func (f *fakeCard) close() error { return nil }
+
+func TestInitializeSequence(t *testing.T) {
+	f := &fakeCard{regs: map[uint32]uint32{}, resp: 0x40780001}
+	d := &Device{node: "fake", c: f}
+	if err := d.Initialize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ioctl 0xed22", "mailbox 0x4078020e", "ioctl 0xed23", "ioctl 0xed24", "ioctl 0x4004ed2d", "secondary 0"}
+	if !slices.Equal(f.log, want) {
+		t.Fatalf("sequence %q, want %q", f.log, want)
+	}
+	f.resp = 0x12340000
+	if err := d.Initialize(context.Background()); err == nil || !strings.Contains(err.Error(), "mailbox reset response 0x12340000") {
+		t.Fatalf("bad mailbox response: %v", err)
+	}
+}
+
+func TestReplaySkipsAndClearsHSP(t *testing.T) {
+	f := &fakeCard{regs: map[uint32]uint32{}}
+	d := &Device{node: "fake", c: f}
+	ws := []config.Write{{Offset: 0x2000, Value: 7}, {Offset: regHSPGS1, Value: 5}, {Offset: regHSPGS2, Value: 9}, {Offset: 0x30004, Value: 0x40000000}}
+	if err := d.ReplayConfig(context.Background(), ws); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"w 0x2000=0x7", "w 0x30004=0x40000000", "w 0x302c=0x0", "w 0x3030=0x0"}
+	if !slices.Equal(f.log, want) {
+		t.Fatalf("writes %q, want %q", f.log, want)
+	}
+	f.sticky = regHSPGS2
+	err := d.ReplayConfig(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "HSP_GS2 (0x3030) did not clear: want mark 0, read 1") {
+		t.Fatalf("sticky GS2: %v", err)
+	}
+}
+
+func TestNotBuiltSteps(t *testing.T) {
+	d := &Device{node: "fake", c: &fakeCard{regs: map[uint32]uint32{}}}
+	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "no bootloader") {
+		t.Fatalf("load without a bootloader: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "boot.elf")
+	if err := os.WriteFile(path, elf32(1, []uint32{BootloaderBase}, make([]byte, 1024)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &autoCard{fakeCard{regs: map[uint32]uint32{}}}
+	d = &Device{node: "fake", c: a, opts: Options{Bootloader: path}}
+	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "no tiles") || len(a.log) != 0 {
+		t.Fatalf("load of no package: %v (%d writes)", err, len(a.log))
+	}
+	pkg := &ipuexe.Package{Tiles: []ipuexe.Tile{{Physical: 3, Entry: target.EntrySlot, Segments: []ipuexe.Segment{{Address: target.EntrySlot, MemSize: 8, Data: make([]byte, 8)}}}}}
+	if err := d.Load(context.Background(), pkg, nil); err == nil || !strings.Contains(err.Error(), "tile frames: not built") || len(a.log) != 1+256+4 {
+		t.Fatalf("load: %v (%d writes)", err, len(a.log))
+	}
+	if _, err := d.StartSession(context.Background()); err == nil {
+		t.Fatal("session")
+	}
+}
