@@ -19,8 +19,27 @@ import "fmt"
 // block apart from the public encodings. The same bit permutation and XOR
 // on every row keep distinct rows distinct, and the result is checked like
 // any overlay.
+//
+// Public rows share ipustack's top nibbles (the LLVM rows and the public
+// listing's or.a sit in 0x5...), so a draw can land an ipustack row on a
+// public one. Such a draw is rejected and the next one, from the same
+// stream, is tried: still one deterministic overlay per seed.
 func PermutedOverlay(seed uint64) (*Overlay, error) {
 	rng := splitmix{seed}
+	var err error
+	for attempt := 0; attempt < permuteAttempts; attempt++ {
+		var ov *Overlay
+		if ov, err = permuteOnce(&rng); err == nil {
+			return ov, nil
+		}
+	}
+	return nil, fmt.Errorf("permuted table (seed %d): no valid draw in %d attempts; last: %w", seed, permuteAttempts, err)
+}
+
+// permuteAttempts bounds the draws PermutedOverlay tries.
+const permuteAttempts = 256
+
+func permuteOnce(rng *splitmix) (*Overlay, error) {
 	reserved := uint32(0)
 	for i, in := range Table {
 		if in.Source != SrcOurs {
@@ -84,7 +103,7 @@ func PermutedOverlay(seed uint64) (*Overlay, error) {
 		}
 	}
 	if err := Validate(ov); err != nil {
-		return nil, fmt.Errorf("permuted table (seed %d): %w", seed, err)
+		return nil, err
 	}
 	return ov, nil
 }
