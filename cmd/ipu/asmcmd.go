@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +31,7 @@ func newAsmCmd() *cobra.Command {
 			for _, dir := range includes {
 				fi, err := os.Stat(dir)
 				if err != nil {
-					return fmt.Errorf("-I %s: %w", dir, pathErrCause(err))
+					return fmt.Errorf("-I %s: %w", dir, safefile.Cause(err))
 				}
 				if !fi.IsDir() {
 					return fmt.Errorf("-I %s: not a directory", dir)
@@ -156,18 +154,4 @@ func writeFileAtomic(path string, data []byte) error { return safefile.WriteFile
 // fail half way: the previous content of path, if any, is then kept.
 func writeAtomic(path string, write func(io.Writer) error) error {
 	return safefile.Write(path, 0o644, write)
-}
-
-// pathErrCause strips the operation and (temporary) path from an
-// *fs.PathError or *os.LinkError, leaving e.g. "permission denied".
-func pathErrCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
 }

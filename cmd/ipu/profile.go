@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ipustack/ipustack/internal/safefile"
 	"github.com/ipustack/ipustack/profile"
 	"github.com/ipustack/ipustack/profile/report"
 )
@@ -166,7 +167,7 @@ with search, filters, tooltips and a details panel.`,
 					return fmt.Errorf("render %s: %w", args[0], err)
 				}
 				if err := w.Flush(); err != nil {
-					return fmt.Errorf("write %s: %w", out, pathErrCause(err))
+					return fmt.Errorf("write %s: %w", out, safefile.Cause(err))
 				}
 				return nil
 			})

@@ -188,7 +188,7 @@ func LoadWeights(r Recipe, path, prefix string, strict bool, log *slog.Logger, d
 			}
 			return fmt.Errorf("%s: no tensor %q (%s %v, for %s)%s", path, name, "F32/F16/BF16", want, n.Name, hint)
 		}
-		if !sameShape(t.Shape, want) {
+		if !slices.Equal(t.Shape, want) {
 			return fmt.Errorf("%s: tensor %q: shape %v, the workload needs %v (out x in; workload %s)", path, name, t.Shape, want, n.Name)
 		}
 		v, err := f.Float32s(t)
@@ -255,7 +255,7 @@ func LoadInput(r Recipe, path string, strict bool, log *slog.Logger, data map[st
 		return nil, fmt.Errorf("--input %s: %w", path, err)
 	}
 	dims := slices.Clone([]int(in.Shape))
-	ok := sameShape(a.Shape, dims)
+	ok := slices.Equal(a.Shape, dims)
 	if !ok && len(a.Shape) == 3 && len(dims) == 2 && a.Shape[2] == dims[1] && a.Shape[0]*a.Shape[1] == dims[0] {
 		ok = isMLP(g) && a.Shape[0] == r.Flags.MLP.Batch
 	}
@@ -283,18 +283,6 @@ func OutputShape(inShape []int, rows, cols int) []int {
 		return []int{inShape[0], inShape[1], cols}
 	}
 	return []int{rows, cols}
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // transpose turns a row-major [rows][cols] matrix into [cols][rows].
@@ -355,7 +343,7 @@ func CheckTensorShapes(pkg *ipuexe.Package, r Recipe) error {
 			for i, d := range b.TensorShape {
 				got[i] = int(d)
 			}
-			if !ok || !sameShape(got, w) {
+			if !ok || !slices.Equal(got, w) {
 				return fmt.Errorf("package binds %q as %v, its recipe's workload has %v: the package is damaged or from another compiler version", b.Name, got, w)
 			}
 		}

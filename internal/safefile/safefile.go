@@ -32,13 +32,13 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(target)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("write %s: cannot create a file in %s: %w", path, dir, cause(err))
+		return fmt.Errorf("write %s: cannot create a file in %s: %w", path, dir, Cause(err))
 	}
 	name := tmp.Name()
 	fail := func(err error) error {
 		tmp.Close()
 		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return fmt.Errorf("write %s: %w", path, Cause(err))
 	}
 	if err := write(tmp); err != nil {
 		return fail(err)
@@ -51,11 +51,11 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return fmt.Errorf("write %s: %w", path, Cause(err))
 	}
 	if err := os.Rename(name, target); err != nil {
 		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return fmt.Errorf("write %s: %w", path, Cause(err))
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func Check(path string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("output %s: directory %s does not exist", path, dir)
 	case err != nil:
-		return fmt.Errorf("output %s: %w", path, cause(err))
+		return fmt.Errorf("output %s: %w", path, Cause(err))
 	case !fi.IsDir():
 		return fmt.Errorf("output %s: %s is not a directory", path, dir)
 	}
@@ -90,7 +90,7 @@ func resolve(path string) (target string, special bool, err error) {
 		return path, false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("output %s: %w", path, cause(err))
+		return "", false, fmt.Errorf("output %s: %w", path, Cause(err))
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		// EvalSymlinks fails on a dangling link; follow it by hand
@@ -102,7 +102,7 @@ func resolve(path string) (target string, special bool, err error) {
 			}
 			link, err := os.Readlink(target)
 			if err != nil {
-				return "", false, fmt.Errorf("output %s: %w", path, cause(err))
+				return "", false, fmt.Errorf("output %s: %w", path, Cause(err))
 			}
 			if !filepath.IsAbs(link) {
 				link = filepath.Join(filepath.Dir(target), link)
@@ -113,7 +113,7 @@ func resolve(path string) (target string, special bool, err error) {
 				return target, false, nil
 			}
 			if err != nil {
-				return "", false, fmt.Errorf("output %s: %w", path, cause(err))
+				return "", false, fmt.Errorf("output %s: %w", path, Cause(err))
 			}
 		}
 	}
@@ -131,21 +131,21 @@ func resolve(path string) (target string, special bool, err error) {
 func writeDirect(path, target string, write func(io.Writer) error) error {
 	f, err := os.OpenFile(target, os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return fmt.Errorf("write %s: %w", path, Cause(err))
 	}
 	if err := write(f); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return fmt.Errorf("write %s: %w", path, Cause(err))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return fmt.Errorf("write %s: %w", path, Cause(err))
 	}
 	return nil
 }
 
-// cause strips the operation and (temporary) path from an *fs.PathError or
+// Cause strips the operation and (temporary) path from an *fs.PathError or
 // *os.LinkError, leaving e.g. "no space left on device".
-func cause(err error) error {
+func Cause(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -216,7 +217,7 @@ func (p *Probe) deriveRow(in *isa.Inst, es []*entry, words map[*entry][]uint32, 
 			for _, q := range pos[e.op] {
 				want[q/32] |= 1 << (q % 32)
 			}
-			if !equal(ws, want) {
+			if !slices.Equal(ws, want) {
 				return r, fmt.Errorf("operand %s all bits set (%s): words %s, but the single bits give %s (bits move inconsistently)",
 					in.Operands[e.op].Name, e.text, hexWords(ws), hexWords(want))
 			}
@@ -234,7 +235,7 @@ func (p *Probe) deriveRow(in *isa.Inst, es []*entry, words map[*entry][]uint32, 
 			} else {
 				want = []uint32{b[0] | isa.CoIssueBit, base[p.auxPartner][0]}
 			}
-			if !equal(ws, want) {
+			if !slices.Equal(ws, want) {
 				return r, fmt.Errorf("co-issued (%s) it encodes %s, want %s (main first with bit 31 set, then aux)", e.text, hexWords(ws), hexWords(want))
 			}
 		}
@@ -258,18 +259,6 @@ func (p *Probe) deriveRow(in *isa.Inst, es []*entry, words map[*entry][]uint32, 
 		r.Operands = append(r.Operands, isa.OverlayOperand{Name: in.Operands[j].Name, Bits: ob})
 	}
 	return r, nil
-}
-
-func equal(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func hexWords(ws []uint32) string {
