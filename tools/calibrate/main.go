@@ -87,21 +87,31 @@ func (r row) ratio() float64 { return float64(r.emulated) / float64(r.fig.measur
 // directory holding only some of the kernels still calibrates those; no
 // figure at all is an error naming what is missing.
 func calibrate(dir string, inc []string, only string, notes io.Writer) ([]row, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("reference directory: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("reference directory %s is not a directory", dir)
+	}
 	var out []row
 	var missing []error
+	absent := map[string]bool{}
 	objs := map[string]*elf.Object{}
 	for _, f := range figures {
 		if only != "" && !strings.Contains(f.name, only) {
 			continue
 		}
 		path := filepath.Join(dir, f.source)
+		if absent[path] {
+			continue
+		}
 		if _, err := os.Stat(path); err != nil {
-			e := fmt.Errorf("figure %s needs the reference source %s: %w (fetch device/%s of osmarks/ipu-stack into %s)", f.name, path, err, f.source, dir)
+			e := fmt.Errorf("%s: %w (fetch device/%s of osmarks/ipu-stack into %s)", path, err, f.source, dir)
 			if !errors.Is(err, fs.ErrNotExist) {
-				return nil, e
+				return nil, fmt.Errorf("figure %s: %w", f.name, e)
 			}
+			absent[path] = true
 			missing = append(missing, e)
-			fmt.Fprintf(notes, "calibrate: skipped: %v\n", e)
+			fmt.Fprintf(notes, "calibrate: skipped the figures of %s: not in %s\n", f.source, dir)
 			continue
 		}
 		key := f.source + "\x00" + definesKey(f.defines)
@@ -125,7 +135,7 @@ func calibrate(dir string, inc []string, only string, notes io.Writer) ([]row, e
 	}
 	if len(out) == 0 {
 		if len(missing) > 0 {
-			return nil, errors.Join(missing...)
+			return nil, fmt.Errorf("no figure to run: %w", errors.Join(missing...))
 		}
 		return nil, errors.New("no figure matches -only " + only)
 	}

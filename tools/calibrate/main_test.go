@@ -202,7 +202,7 @@ func TestAbsentSourceSkipsItsFigures(t *testing.T) {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	for _, name := range []string{"reduce_add_f16.S", "gelu_f16.S"} {
-		if !strings.Contains(errb.String(), "skipped") || !strings.Contains(errb.String(), filepath.Join(dir, name)) {
+		if !strings.Contains(errb.String(), "skipped the figures of "+name+": not in "+dir) {
 			t.Errorf("notes %q do not name the skipped %s", errb.String(), name)
 		}
 	}
@@ -233,5 +233,13 @@ func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage") {
 		t.Fatalf("exit %d, %q", code, errb.String())
+	}
+}
+
+func TestAbsentDirectoryIsAClearError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nope")
+	var out, errb bytes.Buffer
+	if code := run([]string{dir}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "reference directory") || !strings.Contains(errb.String(), dir) {
+		t.Fatalf("exit %d, error %q", code, errb.String())
 	}
 }
