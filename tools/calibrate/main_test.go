@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,17 +49,84 @@ GEMM_INIT_SMALL_SYMBOL:
 	exitz $m15
 `
 
-func writeOwn(t *testing.T) string {
+// ownEcho is a kernel of our own for the reduce and GELU convention: the
+// supervisor stores m3, m4, m5 and m6 to output words 0-3 and returns
+// through m10, so the test sees which registers the tool set.
+const ownEcho = `
+	.section .text.calib_echo, "ax"
+	.globl ENTRY
+	.type ENTRY, @function
+ENTRY:
+	.supervisor
+	st32 $m3, $m2, $m15, 0
+	st32 $m4, $m2, $m15, 1
+	st32 $m5, $m2, $m15, 2
+	st32 $m6, $m2, $m15, 3
+	br $m10
+	.size ENTRY, .-ENTRY
+`
+
+// writeOwn writes our own kernels under the reference's file names: the
+// GEMM always, the reduce and GELU echo kernels if all is set.
+func writeOwn(t *testing.T, all bool) string {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "gemm_f16_amp.S"), []byte(ownGemm), 0o644); err != nil {
-		t.Fatal(err)
+	files := map[string]string{"gemm_f16_amp.S": ownGemm}
+	if all {
+		files["reduce_add_f16.S"] = strings.ReplaceAll(ownEcho, "ENTRY", "ipu_stack_reduce_sum_f16")
+		files["gelu_f16.S"] = strings.ReplaceAll(ownEcho, "ENTRY", "ipu_stack_gelu_tanh_approx_f16")
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
 
-func TestOwnKernelFollowsTheCallingConvention(t *testing.T) {
-	dir := writeOwn(t)
+func TestEchoKernelSeesTheReduceAndGeluRegisters(t *testing.T) {
+	dir := writeOwn(t, true)
+	// Registers per the reference planner (figures.go): reduce m3 initial,
+	// m4 remote, m5 partials-1, m6 elements; GELU m3 input, m4 elements.
+	want := map[string][4]uint32{
+		"reduce N2208 P4": {leftBase, rightBase, 3, 2208},
+		"reduce N576 P15": {leftBase, rightBase, 14, 576},
+		"gelu N2208":      {leftBase, 2208, 0, 0},
+	}
+	seen := 0
 	for _, f := range figures {
+		w, ok := want[f.name]
+		if !ok {
+			continue
+		}
+		seen++
+		src, _ := os.ReadFile(filepath.Join(dir, f.source))
+		obj, err := asm.Assemble(f.source, src, asm.Options{Defines: f.defines})
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		f.fills = nil
+		_, tile, err := runCall(obj, f)
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		for i, v := range w {
+			got, err := tile.ReadWord(outputBase + 4*uint32(i))
+			if err != nil || got != v {
+				t.Errorf("%s: register m%d = %d (%v), want %d", f.name, 3+i, got, err, v)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("figures.go lists %d of the %d before-upgrade figures", seen, len(want))
+	}
+}
+
+func TestOwnKernelFollowsTheCallingConvention(t *testing.T) {
+	dir := writeOwn(t, false)
+	for _, f := range figures {
+		if f.set != setGemm {
+			continue
+		}
 		src, _ := os.ReadFile(filepath.Join(dir, f.source))
 		obj, err := asm.Assemble(f.source, src, asm.Options{Defines: f.defines})
 		if err != nil {
@@ -96,13 +164,17 @@ func atoi(s string) (int, error) {
 }
 
 func TestRunPrintsTheTable(t *testing.T) {
-	dir := writeOwn(t)
+	dir := writeOwn(t, true)
 	var out, errb bytes.Buffer
 	if code := run([]string{dir}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
+	if errb.Len() != 0 {
+		t.Fatalf("notes with every source present: %s", errb.String())
+	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != len(figures)+2 || !strings.HasPrefix(lines[0], "figure") || !strings.HasPrefix(lines[len(lines)-1], "figures=") {
+	// Header, one line per figure, one per set, the overall summary.
+	if len(lines) != len(figures)+4 || !strings.HasPrefix(lines[0], "figure") || !strings.HasPrefix(lines[len(lines)-1], "figures=") {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	// Deterministic: a second run prints the same bytes.
@@ -110,6 +182,29 @@ func TestRunPrintsTheTable(t *testing.T) {
 	run([]string{dir}, &again, &errb)
 	if again.String() != out.String() {
 		t.Fatal("two runs printed different tables")
+	}
+}
+
+func TestAbsentSourceSkipsItsFigures(t *testing.T) {
+	dir := writeOwn(t, false)
+	var out, errb bytes.Buffer
+	if code := run([]string{dir}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	gemm := 0
+	for _, f := range figures {
+		if f.set == setGemm {
+			gemm++
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != gemm+3 || !strings.HasPrefix(lines[len(lines)-1], fmt.Sprintf("figures=%d ", gemm)) {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	for _, name := range []string{"reduce_add_f16.S", "gelu_f16.S"} {
+		if !strings.Contains(errb.String(), "skipped the figures of "+name+": not in "+dir) {
+			t.Errorf("notes %q do not name the skipped %s", errb.String(), name)
+		}
 	}
 }
 
@@ -138,5 +233,13 @@ func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage") {
 		t.Fatalf("exit %d, %q", code, errb.String())
+	}
+}
+
+func TestAbsentDirectoryIsAClearError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nope")
+	var out, errb bytes.Buffer
+	if code := run([]string{dir}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "reference directory") || !strings.Contains(errb.String(), dir) {
+		t.Fatalf("exit %d, error %q", code, errb.String())
 	}
 }
