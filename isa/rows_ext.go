@@ -123,6 +123,14 @@ func extRows() []Inst {
 		memStep("ld128step", "", 5, AQ("dst", 16), 4, "dst = mem128[base + ptr] (interleaved memory); ptr += 16*step"),
 		wmain("ld128step", "r", 0x55000900, ops(AQ("dst", 16), M("base", 20), MInc("ptr", 12), M("stride", 4)),
 			"dst = mem128[base + ptr] (interleaved memory); ptr += 16*stride"),
+		// atom (public mnemonic and operands, hover text; encoding ours:
+		// the LLVM fork's encoding is not on this machine) and movnz (the
+		// mnemonic poplibs uses, `movnz $value, $ifVal, $trueVal`; its
+		// operand order mirrors the public movz).
+		wmain("atom", "", 0x57800000, ops(M("dst", 16), A("a", 12)),
+			"dst = a: copy an $a register to an $m register, no format conversion"),
+		wmain("movnz", "", 0x57200000, ops(M("srcdst", 16), M("cond", 12), M("src", 8)),
+			"if cond != 0 then srcdst = src (else srcdst keeps its value)"),
 		control(wmain("exitneg", "", 0x57500000, ops(M("cond", 16)), "the worker exits with Boolean status cond < 0 (signed)")),
 		control(wmain("exitpos", "", 0x57600000, ops(M("cond", 16)), "the worker exits with Boolean status cond > 0 (signed)")),
 		wmain("ld64a32pace", "", 0x57900000, ops(AP("dst0", 16), A("dst1", 12), MPInc("addrs", 8), M("stride", 4), U("incs", 0, 4)),

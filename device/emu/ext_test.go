@@ -413,3 +413,30 @@ func TestExtAssembled(t *testing.T) {
 		t.Fatalf("a0=%08x a2=%08x a3=%08x m2=%x m3=%d status %d", w.A[0], w.A[2], w.A[3], w.M[2], w.M[3], w.ExitStatus)
 	}
 }
+
+// atom copies $a bits unchanged; movnz copies only when its condition
+// register is non-zero (popfix rows, docs/isa.md).
+func TestAtomMovnz(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		a3, m1, m2 uint32 // $a3, the condition $m1, the source $m2
+		op         in     // into $m4, which starts at 7
+		want       uint32
+	}{
+		{"atom", 0xBF800000, 0, 0, I("atom", 4, 3), 0xBF800000},
+		{"atom zero", 0, 0, 0, I("atom", 4, 3), 0},
+		{"movnz taken", 0, 1, 0xDEAD, I("movnz", 4, 1, 2), 0xDEAD},
+		{"movnz taken negative", 0, 0x80000000, 9, I("movnz", 4, 1, 2), 9},
+		{"movnz not taken", 0, 0, 0xDEAD, I("movnz", 4, 1, 2), 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := NewTile(0)
+			runWorker(t, tl, 1, cat(
+				setM(1, tc.m1), setM(2, tc.m2), setM(4, 7), setM(5, tc.a3),
+				[]in{I("st32", 5, 14, mzero, 0), I("ld32.a", 3, 14, mzero, 0), tc.op, I("exitz", mzero)})...)
+			if got := tl.Workers[1].M[4]; got != tc.want {
+				t.Errorf("$m4 = 0x%x, want 0x%x", got, tc.want)
+			}
+		})
+	}
+}
