@@ -117,6 +117,18 @@ func extRows() []Inst {
 		memImm("ldb16", "", 0x5F, A("dst", 16), 1, "dst = mem16[base + delta + 2*off] broadcast to both halves"),
 		wmain("ldb16", "r", 0x57700000, ops(A("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
 			"dst = mem16[base + delta + 2*off] broadcast to both halves"),
+		// Register-offset forms of the worker loads and stores (poplibs
+		// writes `ld64 $a0:1, $mzero, $ptr, $delta`), laid out as ldb16.r.
+		wmain("ld32", "ar", 0x57B00000, ops(A("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"dst = mem32[base + delta + 4*off]"),
+		wmain("st32", "ar", 0x57C00000, ops(A("src", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"mem32[base + delta + 4*off] = src"),
+		wmain("ld64", "r", 0x57D00000, ops(AP("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"dst = mem64[base + delta + 8*off]"),
+		wmain("st64", "r", 0x57E00000, ops(AP("src", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"mem64[base + delta + 8*off] = src"),
+		wmain("ld128", "r", 0x57F00000, ops(AQ("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"dst = mem128[base + delta + 16*off] (interleaved memory only)"),
 		memStep("ldb16step", "", 4, A("dst", 16), 1, "dst = mem16[base + ptr] broadcast; ptr += 2*step"),
 		wmain("ldb16step", "r", 0x55000800, ops(A("dst", 16), M("base", 20), MInc("ptr", 12), M("stride", 4)),
 			"dst = mem16[base + ptr] broadcast; ptr += 2*stride"),

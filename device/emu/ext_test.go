@@ -440,3 +440,35 @@ func TestAtomMovnz(t *testing.T) {
 		})
 	}
 }
+
+// The register-offset worker loads and stores: address = base + delta +
+// size*off, with off an $m register.
+func TestRegisterOffsetMemory(t *testing.T) {
+	tl := NewTile(0)
+	w := &tl.Workers[0]
+	quad := []uint32{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}
+	if err := tl.WriteWords(ilvBase, quad); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, tl, 0, cat(
+		setM(1, ilvBase), setM(2, 4), setM(3, 1), setM(5, 2),
+		[]in{
+			I("ld32.ar", 0, 1, 2, 3),      // ilvBase + 4 + 4: 0x33
+			I("ld64.r", 2, 1, mzero, 3),   // ilvBase + 8: 0x33, 0x44
+			I("ld128.r", 4, 1, mzero, 3),  // ilvBase + 16: 0x55..0x88
+			I("st32.ar", 0, 14, mzero, 3), // mem32[dataBase + 4] = 0x33
+			I("st64.r", 6, 14, mzero, 5),  // mem64[dataBase + 16] = 0x77, 0x88
+			I("exitz", mzero),
+		})...)
+	want := []uint32{0x33, 0, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}
+	for i, v := range want {
+		if i != 1 && w.A[i] != v {
+			t.Errorf("$a%d = 0x%08x, want 0x%08x", i, w.A[i], v)
+		}
+	}
+	for addr, v := range map[uint32]uint32{dataBase + 4: 0x33, dataBase + 16: 0x77, dataBase + 20: 0x88} {
+		if got, _ := tl.ReadWord(addr); got != v {
+			t.Errorf("word at 0x%x = 0x%x, want 0x%x", addr, got, v)
+		}
+	}
+}
