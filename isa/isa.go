@@ -444,7 +444,7 @@ func ByID(id string) *Inst { return byID[strings.ToLower(id)] }
 
 func init() {
 	// extRows (rows_ext.go) holds the mnemonics added after the first table.
-	build(append(rows(), extRows()...))
+	build(append(append(rows(), extRows()...), bcastRows()...))
 }
 
 // build derives masks, indexes the table and checks the rows' internal

@@ -274,3 +274,44 @@ func extRows() []Inst {
 			"read two accumulators as f32, write a to two, selected by imm."+acc),
 	}
 }
+
+// bcastRows: the broadcast-source forms of the hover text's f16v2/f16v4
+// subtraction and compares (`f16v4cmpgt $aDst0:Dst0+1, $aSrc0:BL,
+// $aSrc1:Src1+1`) and the f32v2 ones (`$aSrc0:B`), which the original
+// table gave only for add and mul (rows.go, 0x58 sub 0xE0..0xE9). Ours:
+// 0x58 sub-opcodes 0x70..0x92, in the order generated here.
+func bcastRows() []Inst {
+	ops := []struct{ name, doc string }{
+		{"sub", "a - b"}, {"cmpeq", "a == b"}, {"cmpge", "a >= b"}, {"cmpgt", "a > b"},
+		{"cmple", "a <= b"}, {"cmplt", "a < b"}, {"cmpne", "a != b"},
+	}
+	what := func(op, doc string, all bool) string {
+		if op == "sub" {
+			return "dst = " + doc
+		}
+		if all {
+			return "dst = all ones where " + doc + ", else 0"
+		}
+		return "dst = 0xFFFF where " + doc + ", else 0"
+	}
+	var out []Inst
+	sub := uint32(0x70)
+	for _, o := range ops {
+		for _, f := range []struct {
+			pre   string
+			reg   func(string, uint8) Operand
+			lanes string
+		}{{"f16v2", A, "two"}, {"f16v4", AP, "four"}} {
+			out = append(out,
+				aux3(f.pre+o.name, "bl", sub, f.reg, ABc(KindABcastLo), f.reg,
+					f.lanes+" f16 lanes, a the low f16 of its register in every lane: "+what(o.name, o.doc, false)),
+				aux3(f.pre+o.name, "bu", sub+1, f.reg, ABc(KindABcastHi), f.reg,
+					f.lanes+" f16 lanes, a the high f16 of its register in every lane: "+what(o.name, o.doc, false)))
+			sub += 2
+		}
+		out = append(out, aux3("f32v2"+o.name, "b", sub, AP, ABc(KindABcast), AP,
+			"two f32 lanes, a one f32 register in both lanes: "+what(o.name, o.doc, true)))
+		sub++
+	}
+	return out
+}
