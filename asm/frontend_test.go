@@ -14,6 +14,8 @@ func TestFrontEnd(t *testing.T) {
 	cases := []struct{ name, src, same string }{
 		// Preprocessor.
 		{"$NAME expands", "#define IN_PTR m1\n#define V 3\nsetzi $IN_PTR, V", "setzi $m1, 3"},
+		{"#define renames a .macro parameter and its $\\ref", "#define ONE m3\n#define TWO N\n.macro M ONE, TWO\nsetzi $\\ONE, \\TWO\n.endm\nM m4, 2", "setzi $m4, 2"},
+		{"#define before :BL", "#define ONE a6\n.worker\n.macro M ONE\nf16v4sub $a0:1, $\\ONE:BL, $a2:3\n.endm\nM ONE", ".worker\nf16v4sub $a0:1, $a6:BL, $a2:3"},
 		{"$NAME chain", "#define P Q\n#define Q m2\nsetzi $P, 1", "setzi $m2, 1"},
 		{"dotted section name", "#define SYM foo\n.section .text.SYM, \"ax\"\nnop", ".section .text.foo, \"ax\"\nnop"},
 		{"dotted function-like", "#define CS(x) __run_##x\n.section .data.CS(v), \"aw\"\n.byte 1", ".section .data.__run_v, \"aw\"\n.byte 1"},
