@@ -20,6 +20,7 @@ func TestFrontEnd(t *testing.T) {
 		{"quoted keyword argument", ".macro V Y=void\n.ifnc \\Y, void\nsetzi $m1, 2\n.endif\n.endm\nV Y=\"x\"", "setzi $m1, 2"},
 		{"argument opens and closes bundles", ".worker\n.macro L P Q\n\\P f32v2max $a4:5, $a2:3, $a0:1\n\\Q \\P f32v2min $a0:1, $a2:3, $a0:1\n\\Q\n.endm\nL \"{nop;\" \"};\"",
 			".worker\n{ nop ; f32v2max $a4:5, $a2:3, $a0:1 }\n{ nop ; f32v2min $a0:1, $a2:3, $a0:1 }"},
+		{".ifnc with an empty first string", ".macro N X\n.ifnc, \\X, true\nsetzi $m1, 3\n.endif\n.ifc a, b, c\nsetzi $m1, 4\n.endif\n.ifc a,b, c, b, c\nsetzi $m2, 5\n.endif\n.ifc \"a, b\", a, b\nsetzi $m3, 6\n.endif\n.endm\nN true", "setzi $m1, 3\nsetzi $m3, 6"},
 		{"$NAME chain", "#define P Q\n#define Q m2\nsetzi $P, 1", "setzi $m2, 1"},
 		{"dotted section name", "#define SYM foo\n.section .text.SYM, \"ax\"\nnop", ".section .text.foo, \"ax\"\nnop"},
 		{"dotted function-like", "#define CS(x) __run_##x\n.section .data.CS(v), \"aw\"\n.byte 1", ".section .data.__run_v, \"aw\"\n.byte 1"},
