@@ -677,6 +677,10 @@ func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
 			a := args[k]
 			if !raw {
 				a = p.expandTokens(append([]token(nil), a...))
+			} else if len(a) == 0 {
+				// C11 6.10.3.3: an empty operand of ## is a placemarker,
+				// so `A ## x ## B` with x empty pastes to AB.
+				a = []token{{kind: tIdent, text: ""}}
 			}
 			p.work += len(a)
 			if p.failed || p.work > maxCppWork || len(out) > maxCppTokens {
@@ -720,7 +724,12 @@ func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
 			res = append(res[:len(res)-1], glued...)
 			i++
 		}
-		out = res
+		out = res[:0]
+		for _, t := range res {
+			if t.text != "" || t.kind != tIdent {
+				out = append(out, t) // drops unpasted placemarkers
+			}
+		}
 	}
 	hide := append(append([]string(nil), use.hide...), m.name)
 	for i := range out {
