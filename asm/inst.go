@@ -222,7 +222,7 @@ func accepts(r *isa.Inst, ops []*operand, ctx isa.Context, loose bool) (bad int,
 				}
 				continue
 			}
-			if o.Check(o.TextValue(op.v.off)) != nil {
+			if o.Check(textValue(o, op.v.off)) != nil {
 				return i, "value"
 			}
 		}
@@ -568,7 +568,7 @@ func (a *assembler) encode(sec *section, off int64, r *isa.Inst, pi *pending, co
 			}
 			sec.relocs = append(sec.relocs, elf.Reloc{Offset: uint32(off + 4*int64(o.Fields[0].Word)), Type: o.Reloc, Symbol: op.sym, Addend: 0})
 		case op.v.isConst():
-			vals[i] = r.Operands[i].TextValue(op.v.off)
+			vals[i] = textValue(&r.Operands[i], op.v.off)
 		default:
 			// Symbolic: the field stays 0 and the linker patches it.
 			o := &r.Operands[i]
@@ -700,4 +700,16 @@ func (a *assembler) finish() {
 // accepts. Any other $a register stays an error.
 func zeroForM(k isa.Kind, op *operand) bool {
 	return k == isa.KindMReg && op.kind == isa.KindAReg && op.num == 15
+}
+
+// textValue is o.TextValue of a written immediate, except that an operand
+// standing for the top bits of a 32-bit word (the zero-tailed immz12 of
+// `or $m, $m, 0xfff00000`) takes a negative 32-bit value as the same word:
+// poplibs writes `or $SCRATCH, $mzero, DELTAN_OFFSET_MASK_COMPL` with the
+// mask a complement (~0xffffff = -16777216, i.e. 0xff000000).
+func textValue(o *isa.Operand, v int64) int64 {
+	if _, hi := o.Range(); !o.Signed && hi >= 1<<31 && hi < 1<<32 && v < 0 && v >= -(1<<31) {
+		v += 1 << 32
+	}
+	return o.TextValue(v)
 }
