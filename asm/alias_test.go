@@ -60,6 +60,7 @@ func TestAliases(t *testing.T) {
 		{"broadcast cmp/sub", ".worker\nf16v4cmpgt $a0:1, $a3:BL, $a0:1\nf32v2cmpgt $a2:3, $a3:B, $a4:5\nf16v2sub $a1, $a2:BU, $a3", ".worker\nf16v4cmpgt.bl $a0:1, $a3:BL, $a0:1\nf32v2cmpgt.b $a2:3, $a3:B, $a4:5\nf16v2sub.bu $a1, $a2:BU, $a3"},
 		{"$azero as $mzero", ".worker\nld32 $a1, $m2, $azero, 0\nst32 $m1, $m2, $a15, 3", ".worker\nld32.a $a1, $m2, $mzero, 0\nst32 $m1, $m2, $mzero, 3"},
 		{"negative immz12", "or $m1, $mzero, ~0xffffff\nor $m2, $m2, -(1 << 20)", "or $m1, $mzero, 0xff000000\nor $m2, $m2, 0xfff00000"},
+		{"or/and $a zimm12", ".worker\nor $a1, $a2, 0x80\nand $a1, $a1, 0xfff\nor $a3, $a3, 0x80000000", ".worker\nor.azi $a1, $a2, 0x80\nand.azi $a1, $a1, 0xfff\nor.aiz $a3, $a3, 0x80000000"},
 		{"stm32", "stm32 $m8, $m11, $m9", ".long 0x4cb89000"},
 		{"setzi $m14, 0 is nop", "setzi $m14, 0", "nop"},
 		{"setzi $a13, 0 is fnop", ".worker\nsetzi $a13, 0", ".worker\nfnop"},

@@ -268,6 +268,10 @@ func extRows() []Inst {
 		ampRow("f16v4istacc", 0x17, AP, AP, AP, "permute a:b through the accumulators; dst = 64 bits of accumulator state."+acc),
 		waux("f16v4stacc", "", 0x5A000018, ops(AP("dst", 20), U("flags", 8, 4)), "dst = 64 bits of accumulator state, propagated per flags."+acc),
 		waux("f32v2aop", "", 0x5A000019, ops(AP("a", 16), AP("b", 12), U("flags", 8, 4)), "outer product of two f32 pairs accumulated."+acc),
+		// The zero-extended imm12 forms of the $a logic ops (hover text
+		// `or $aDst0, $aSrc0, zimm12`, `and $aDst0, $aSrc0, zimm12`).
+		waux("or", "azi", 0x5C004000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12)), "dst = a | zero-extended imm12 ($a registers)"),
+		waux("and", "azi", 0x5C005000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12)), "dst = a & zero-extended imm12 ($a registers)"),
 		waux("f16v2gina", "", 0x5C002000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12)),
 			"read two accumulators as f16, write a (widened) to two, selected by imm."+acc),
 		waux("f32v2gina", "", 0x5C003000, ops(AP("dst", 20), AP("a", 16), U("imm", 0, 12)),

@@ -483,3 +483,21 @@ func TestRegisterOffsetMemory(t *testing.T) {
 		}
 	}
 }
+
+// The zero-extended imm12 forms of or/and on $a registers.
+func TestALogicZimm12(t *testing.T) {
+	for _, tc := range []struct {
+		op   in // on $a1 (0xF0F0F00F) into $a2
+		want uint32
+	}{
+		{I("or.azi", 2, 1, 0x0F0), 0xF0F0F0FF},
+		{I("and.azi", 2, 1, 0xFFF), 0x0000000F},
+		{I("or.azi", 2, 1, 0), 0xF0F0F00F},
+	} {
+		tl := NewTile(0)
+		runWorker(t, tl, 0, cat(setM(1, 0xF0F0F00F), []in{I("st32", 1, 14, mzero, 0), I("ld32.a", 1, 14, mzero, 0), tc.op, I("exitz", mzero)})...)
+		if got := tl.Workers[0].A[2]; got != tc.want {
+			t.Errorf("%s: $a2 = 0x%08x, want 0x%08x", tc.op.id, got, tc.want)
+		}
+	}
+}
