@@ -129,6 +129,11 @@ func (a *assembler) alias(mn token, args []token) bool {
 		neg = append(neg, tok(tPunct, ")", parts[2][0].pos))
 		emit("add.si", joinOps(p, parts[0], parts[1], neg))
 		return true
+	case name == "swap16" && len(parts) == 2:
+		// swap16 $d, $s exchanges the halves of $s: roll16 $d, $s, $s
+		// (roll16 gives a.hi | b.lo<<16; with a = b that is the swap).
+		emit("roll16", joinOps(p, parts[0], parts[1], parts[1]))
+		return true
 	case name == "put" && len(parts) == 2 && cls[1] == clA:
 		emit("uput", args) // put with an $a source is uput (assemble-inst-alias.s)
 		return true

@@ -447,11 +447,22 @@ func (a *assembler) condition(d string, s stmt) bool {
 	case ".ifb", ".ifnb":
 		return (len(args) == 0) == (d == ".ifb")
 	case ".ifc", ".ifnc":
-		parts := splitCommas(args)
-		if len(parts) != 2 {
+		// The first string ends at the first comma, the second at the end
+		// of the statement, commas included (LLVM MC's parseDirectiveIfc;
+		// gas's s_ifc alike): `.ifnc, \NANOO, true` compares "" with
+		// "true, true".
+		comma := -1
+		for i, t := range args {
+			if t.punct(",") {
+				comma = i
+				break
+			}
+		}
+		if comma < 0 {
 			a.errorf(s.pos, "%s: expected two comma-separated strings", d)
 			return false
 		}
+		parts := [][]token{args[:comma], args[comma+1:]}
 		str := func(ts []token) string {
 			if len(ts) == 1 && ts[0].kind == tStr {
 				if b, err := unquote(ts[0].text); err == nil {

@@ -434,7 +434,7 @@ func (p *cpp) splitNames(in []token) ([]token, bool) {
 	var out []token
 	split := false
 	for i, t := range in {
-		if t.kind != tIdent || strings.Contains(t.text, `\`) || !p.hasMacroPart(t.text) {
+		if t.kind != tIdent || !p.hasMacroPart(t.text) {
 			if out != nil {
 				out = append(out, t)
 			}
@@ -449,7 +449,7 @@ func (p *cpp) splitNames(in []token) ([]token, bool) {
 			nt := t
 			nt.text = piece
 			nt.space = k == 0 && t.space
-			if piece == "$" || piece == "." {
+			if piece == "$" || piece == "." || piece == `\` {
 				nt.kind = tPunct
 			}
 			nt.glue = k < len(parts)-1
@@ -462,12 +462,15 @@ func (p *cpp) splitNames(in []token) ([]token, bool) {
 	return out, split
 }
 
-// namePieces splits "$a.b.c" into "$", "a", ".", "b", ".", "c".
+// namePieces splits "$a.b.c" into "$", "a", ".", "b", ".", "c", and a gas
+// macro argument reference "$\ONE" into "$", "\", "ONE": clang's cpp
+// lexes the backslash as a character of its own, so a #define of ONE
+// changes the reference as it changes the .macro parameter list.
 func namePieces(s string) []string {
 	var out []string
 	start := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] == '.' || s[i] == '$' {
+		if s[i] == '.' || s[i] == '$' || s[i] == '\\' {
 			if i > start {
 				out = append(out, s[start:i])
 			}
@@ -484,11 +487,11 @@ func namePieces(s string) []string {
 // hasMacroPart reports whether a name holding $ or . has a piece that is a
 // macro (the whole name was already looked up by expandTokens' caller).
 func (p *cpp) hasMacroPart(s string) bool {
-	if !strings.ContainsAny(s, ".$") {
+	if !strings.ContainsAny(s, ".$\\") {
 		return false
 	}
 	for _, piece := range namePieces(s) {
-		if piece == "." || piece == "$" {
+		if piece == "." || piece == "$" || piece == `\` {
 			continue
 		}
 		if _, ok := p.macros[piece]; ok && piece != s {
@@ -674,6 +677,10 @@ func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
 			a := args[k]
 			if !raw {
 				a = p.expandTokens(append([]token(nil), a...))
+			} else if len(a) == 0 {
+				// C11 6.10.3.3: an empty operand of ## is a placemarker,
+				// so `A ## x ## B` with x empty pastes to AB.
+				a = []token{{kind: tIdent, text: ""}}
 			}
 			p.work += len(a)
 			if p.failed || p.work > maxCppWork || len(out) > maxCppTokens {
@@ -717,7 +724,12 @@ func (p *cpp) subst(m *cmacro, args [][]token, use token) []token {
 			res = append(res[:len(res)-1], glued...)
 			i++
 		}
-		out = res
+		out = res[:0]
+		for _, t := range res {
+			if t.text != "" || t.kind != tIdent {
+				out = append(out, t) // drops unpasted placemarkers
+			}
+		}
 	}
 	hide := append(append([]string(nil), use.hide...), m.name)
 	for i := range out {

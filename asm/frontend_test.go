@@ -14,6 +14,14 @@ func TestFrontEnd(t *testing.T) {
 	cases := []struct{ name, src, same string }{
 		// Preprocessor.
 		{"$NAME expands", "#define IN_PTR m1\n#define V 3\nsetzi $IN_PTR, V", "setzi $m1, 3"},
+		{"#define renames a .macro parameter and its $\\ref", "#define ONE m3\n#define TWO N\n.macro M ONE, TWO\nsetzi $\\ONE, \\TWO\n.endm\nM m4, 2", "setzi $m4, 2"},
+		{"#define before :BL", "#define ONE a6\n.worker\n.macro M ONE\nf16v4sub $a0:1, $\\ONE:BL, $a2:3\n.endm\nM ONE", ".worker\nf16v4sub $a0:1, $a6:BL, $a2:3"},
+		{"quoted macro arguments lose their quotes", ".macro V X Y=\"void\"\n.ifc \\Y, void\nsetzi $m1, 1\n.endif\n.ascii \"\\X\"\n.endm\nV \"ab c\"", "setzi $m1, 1\n.ascii \"ab c\""},
+		{"quoted keyword argument", ".macro V Y=void\n.ifnc \\Y, void\nsetzi $m1, 2\n.endif\n.endm\nV Y=\"x\"", "setzi $m1, 2"},
+		{"argument opens and closes bundles", ".worker\n.macro L P Q\n\\P f32v2max $a4:5, $a2:3, $a0:1\n\\Q \\P f32v2min $a0:1, $a2:3, $a0:1\n\\Q\n.endm\nL \"{nop;\" \"};\"",
+			".worker\n{ nop ; f32v2max $a4:5, $a2:3, $a0:1 }\n{ nop ; f32v2min $a0:1, $a2:3, $a0:1 }"},
+		{".ifnc with an empty first string", ".macro N X\n.ifnc, \\X, true\nsetzi $m1, 3\n.endif\n.ifc a, b, c\nsetzi $m1, 4\n.endif\n.ifc a,b, c, b, c\nsetzi $m2, 5\n.endif\n.ifc \"a, b\", a, b\nsetzi $m3, 6\n.endif\n.endm\nN true", "setzi $m1, 3\nsetzi $m3, 6"},
+		{"empty ## operand is a placemarker", "#define S(x) a_ ## x ## _b\n#define T(x, y) x ## y\n.set S(), 1\n.set S(q), 2\n.set T(,c), 3\n.set T(d,), 4\nsetzi $m1, a__b + a_q_b + c + d", "setzi $m1, 10"},
 		{"$NAME chain", "#define P Q\n#define Q m2\nsetzi $P, 1", "setzi $m2, 1"},
 		{"dotted section name", "#define SYM foo\n.section .text.SYM, \"ax\"\nnop", ".section .text.foo, \"ax\"\nnop"},
 		{"dotted function-like", "#define CS(x) __run_##x\n.section .data.CS(v), \"aw\"\n.byte 1", ".section .data.__run_v, \"aw\"\n.byte 1"},

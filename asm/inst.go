@@ -184,12 +184,12 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 // accepts reports whether row r takes the operands; unknown values (pass
 // one) are accepted by any immediate field. It returns the index of the first
 // operand that does not fit, and why.
-func accepts(r *isa.Inst, ops []*operand, ctx isa.Context) (bad int, why string) {
+func accepts(r *isa.Inst, ops []*operand, ctx isa.Context, loose bool) (bad int, why string) {
 	for i, op := range ops {
 		o := &r.Operands[i]
 		switch {
 		case op.reg:
-			if o.Kind != op.kind {
+			if o.Kind != op.kind && !(loose && zeroForM(o.Kind, op)) {
 				return i, "kind"
 			}
 			if o.Check(op.num) != nil {
@@ -222,7 +222,7 @@ func accepts(r *isa.Inst, ops []*operand, ctx isa.Context) (bad int, why string)
 				}
 				continue
 			}
-			if o.Check(o.TextValue(op.v.off)) != nil {
+			if o.Check(textValue(o, op.v.off)) != nil {
 				return i, "value"
 			}
 		}
@@ -240,7 +240,7 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 		if len(r.Operands) != len(ops) {
 			continue
 		}
-		bad, _ := accepts(r, ops, ctx)
+		bad, _ := accepts(r, ops, ctx, false)
 		if bad < 0 {
 			return r, nil, ""
 		}
@@ -249,6 +249,15 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 		}
 		if bad == bestBad {
 			var0 = append(var0, r)
+		}
+	}
+	// Only when no row takes the operands as written: $azero for $mzero
+	// (zeroForM), so that a row for $a operands keeps its preference.
+	for _, r := range rows {
+		if len(r.Operands) == len(ops) {
+			if bad, _ := accepts(r, ops, ctx, true); bad < 0 {
+				return r, nil, ""
+			}
 		}
 	}
 	if var0 == nil {
@@ -268,9 +277,9 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 	// Report a value problem in preference to a kind mismatch: a row of the
 	// right kind is what the writer most likely meant.
 	r := var0[0]
-	_, why := accepts(r, ops, ctx)
+	_, why := accepts(r, ops, ctx, false)
 	for _, c := range var0 {
-		if _, w := accepts(c, ops, ctx); w != "kind" {
+		if _, w := accepts(c, ops, ctx, false); w != "kind" {
 			r, why = c, w
 			break
 		}
@@ -281,7 +290,7 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 		lo, hi := o.TextRange()
 		aligned := true
 		for _, c := range var0 {
-			if _, w := accepts(c, ops, ctx); w == "value" {
+			if _, w := accepts(c, ops, ctx, false); w == "value" {
 				l, h := c.Operands[bestBad].TextRange()
 				lo, hi = min(lo, l), max(hi, h)
 				if c.Operands[bestBad].Shift != 0 {
@@ -559,7 +568,7 @@ func (a *assembler) encode(sec *section, off int64, r *isa.Inst, pi *pending, co
 			}
 			sec.relocs = append(sec.relocs, elf.Reloc{Offset: uint32(off + 4*int64(o.Fields[0].Word)), Type: o.Reloc, Symbol: op.sym, Addend: 0})
 		case op.v.isConst():
-			vals[i] = r.Operands[i].TextValue(op.v.off)
+			vals[i] = textValue(&r.Operands[i], op.v.off)
 		default:
 			// Symbolic: the field stays 0 and the linker patches it.
 			o := &r.Operands[i]
@@ -682,4 +691,25 @@ func (a *assembler) finish() {
 		a.encode(f.sec, f.off, r, pi, f.coissue)
 	}
 	a.note = ""
+}
+
+// zeroForM: $azero ($a15) written where the row takes an $m register is
+// $mzero. Both zero registers are number 15 and read as 0, so the word and
+// the result are those of $mzero; poplibs writes `ld32 $OUT_0, $OUT_PTR,
+// $azero, 0` (popnn NonLinearityGrad2D_gelu.S), which Graphcore's assembler
+// accepts. Any other $a register stays an error.
+func zeroForM(k isa.Kind, op *operand) bool {
+	return k == isa.KindMReg && op.kind == isa.KindAReg && op.num == 15
+}
+
+// textValue is o.TextValue of a written immediate, except that an operand
+// standing for the top bits of a 32-bit word (the zero-tailed immz12 of
+// `or $m, $m, 0xfff00000`) takes a negative 32-bit value as the same word:
+// poplibs writes `or $SCRATCH, $mzero, DELTAN_OFFSET_MASK_COMPL` with the
+// mask a complement (~0xffffff = -16777216, i.e. 0xff000000).
+func textValue(o *isa.Operand, v int64) int64 {
+	if _, hi := o.Range(); !o.Signed && hi >= 1<<31 && hi < 1<<32 && v < 0 && v >= -(1<<31) {
+		v += 1 << 32
+	}
+	return o.TextValue(v)
 }

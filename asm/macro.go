@@ -45,7 +45,7 @@ func (a *assembler) defineMacro(s stmt, body []stmt) {
 			if j < len(ts) {
 				j = 1 + len(gasArgs(ts[1:])[0])
 			}
-			p.def = stripEmptyQuotes(ts[1:j])
+			p.def = unquoteArg(ts[1:j])
 			ts = ts[j:]
 		}
 		for _, q := range m.params {
@@ -87,7 +87,7 @@ func (a *assembler) expandMacro(m *macro, call token, args []token, depth int) b
 	for _, part := range parts {
 		if len(part) >= 2 && part[0].kind == tIdent && part[1].punct("=") {
 			if idx := m.param(part[0].text); idx >= 0 {
-				vals[idx], set[idx] = part[2:], true
+				vals[idx], set[idx] = unquoteArg(part[2:]), true
 				continue
 			}
 		}
@@ -106,7 +106,7 @@ func (a *assembler) expandMacro(m *macro, call token, args []token, depth int) b
 			vals[next], set[next] = rest, true
 			break
 		}
-		part = stripEmptyQuotes(part)
+		part = unquoteArg(part)
 		vals[next], set[next] = part, len(part) > 0
 		next++
 	}
@@ -194,12 +194,25 @@ func isBinaryOp(t token) bool {
 	return false
 }
 
-// stripEmptyQuotes makes the argument "" empty, as GNU as does.
-func stripEmptyQuotes(ts []token) []token {
-	if len(ts) == 1 && ts[0].kind == tStr && ts[0].text == `""` {
+// unquoteArg: an argument written as one quoted string stands for its
+// contents, quotes removed and escapes kept as written (GNU as outside
+// .altmacro; LLVM MC's expandMacro writes a string token's contents).
+// poplibs relies on it: `f32v2LOGADD "{nop;" "};"` opens and closes
+// bundles, `INSTRUCTIONv2="void"` is compared with .ifc to void. The
+// argument "" is empty.
+func unquoteArg(ts []token) []token {
+	if len(ts) != 1 || ts[0].kind != tStr || len(ts[0].text) < 2 || ts[0].text[0] != '"' {
+		return ts
+	}
+	inner := ts[0].text[1 : len(ts[0].text)-1]
+	if inner == "" {
 		return nil
 	}
-	return ts
+	re := relex(inner, ts[0].pos)
+	if len(re) > 0 {
+		re[0].space = ts[0].space
+	}
+	return re
 }
 
 func (m *macro) param(name string) int {
@@ -282,8 +295,21 @@ func (a *assembler) substitute(body []stmt, names []string, vals [][]token, coun
 			}
 			ts = append(ts, re...)
 		}
-		if len(ts) > 0 {
-			out = append(out, stmt{toks: ts, pos: s.pos})
+		// An argument may carry statement separators ("{nop;"): the
+		// expansion is text that is split into statements again.
+		start := 0
+		for i := 0; i <= len(ts); i++ {
+			if i < len(ts) && !ts[i].punct(";") {
+				continue
+			}
+			if i > start {
+				p := s.pos
+				if start > 0 {
+					p = ts[start].pos
+				}
+				out = append(out, stmt{toks: ts[start:i], pos: p})
+			}
+			start = i + 1
 		}
 	}
 	if a.substBytes > maxSubstBytes && !a.abort {

@@ -465,7 +465,7 @@ func ByID(id string) *Inst { return byID[strings.ToLower(id)] }
 
 func init() {
 	// extRows (rows_ext.go) holds the mnemonics added after the first table.
-	build(append(rows(), extRows()...))
+	build(append(append(rows(), extRows()...), bcastRows()...))
 }
 
 // build indexes the table's rows and derives their masks. A broken row is

@@ -117,12 +117,32 @@ func extRows() []Inst {
 		memImm("ldb16", "", 0x5F, A("dst", 16), 1, "dst = mem16[base + delta + 2*off] broadcast to both halves"),
 		wmain("ldb16", "r", 0x57700000, ops(A("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
 			"dst = mem16[base + delta + 2*off] broadcast to both halves"),
+		// Register-offset forms of the worker loads and stores (poplibs
+		// writes `ld64 $a0:1, $mzero, $ptr, $delta`), laid out as ldb16.r.
+		wmain("ld32", "ar", 0x57B00000, ops(A("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"dst = mem32[base + delta + 4*off]"),
+		wmain("st32", "ar", 0x57C00000, ops(A("src", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"mem32[base + delta + 4*off] = src"),
+		wmain("ld64", "r", 0x57D00000, ops(AP("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"dst = mem64[base + delta + 8*off]"),
+		wmain("st64", "r", 0x57E00000, ops(AP("src", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"mem64[base + delta + 8*off] = src"),
+		wmain("ld128", "r", 0x57F00000, ops(AQ("dst", 16), M("base", 12), M("delta", 8), M("off", 4)),
+			"dst = mem128[base + delta + 16*off] (interleaved memory only)"),
 		memStep("ldb16step", "", 4, A("dst", 16), 1, "dst = mem16[base + ptr] broadcast; ptr += 2*step"),
 		wmain("ldb16step", "r", 0x55000800, ops(A("dst", 16), M("base", 20), MInc("ptr", 12), M("stride", 4)),
 			"dst = mem16[base + ptr] broadcast; ptr += 2*stride"),
 		memStep("ld128step", "", 5, AQ("dst", 16), 4, "dst = mem128[base + ptr] (interleaved memory); ptr += 16*step"),
 		wmain("ld128step", "r", 0x55000900, ops(AQ("dst", 16), M("base", 20), MInc("ptr", 12), M("stride", 4)),
 			"dst = mem128[base + ptr] (interleaved memory); ptr += 16*stride"),
+		// atom (public mnemonic and operands, hover text; encoding ours:
+		// the LLVM fork's encoding is not on this machine) and movnz (the
+		// mnemonic poplibs uses, `movnz $value, $ifVal, $trueVal`; its
+		// operand order mirrors the public movz).
+		wmain("atom", "", 0x57800000, ops(M("dst", 16), A("a", 12)),
+			"dst = a: copy an $a register to an $m register, no format conversion"),
+		wmain("movnz", "", 0x57200000, ops(M("srcdst", 16), M("cond", 12), M("src", 8)),
+			"if cond != 0 then srcdst = src (else srcdst keeps its value)"),
 		control(wmain("exitneg", "", 0x57500000, ops(M("cond", 16)), "the worker exits with Boolean status cond < 0 (signed)")),
 		control(wmain("exitpos", "", 0x57600000, ops(M("cond", 16)), "the worker exits with Boolean status cond > 0 (signed)")),
 		wmain("ld64a32pace", "", 0x57900000, ops(AP("dst0", 16), A("dst1", 12), MPInc("addrs", 8), M("stride", 4), U("incs", 0, 4)),
@@ -248,9 +268,54 @@ func extRows() []Inst {
 		ampRow("f16v4istacc", 0x17, AP, AP, AP, "permute a:b through the accumulators; dst = 64 bits of accumulator state."+acc),
 		waux("f16v4stacc", "", 0x5A000018, ops(AP("dst", 20), U("flags", 8, 4)), "dst = 64 bits of accumulator state, propagated per flags."+acc),
 		waux("f32v2aop", "", 0x5A000019, ops(AP("a", 16), AP("b", 12), U("flags", 8, 4)), "outer product of two f32 pairs accumulated."+acc),
+		// The zero-extended imm12 forms of the $a logic ops (hover text
+		// `or $aDst0, $aSrc0, zimm12`, `and $aDst0, $aSrc0, zimm12`).
+		waux("or", "azi", 0x5C004000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12)), "dst = a | zero-extended imm12 ($a registers)"),
+		waux("and", "azi", 0x5C005000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12)), "dst = a & zero-extended imm12 ($a registers)"),
 		waux("f16v2gina", "", 0x5C002000, ops(A("dst", 20), A("a", 16), U("imm", 0, 12)),
 			"read two accumulators as f16, write a (widened) to two, selected by imm."+acc),
 		waux("f32v2gina", "", 0x5C003000, ops(AP("dst", 20), AP("a", 16), U("imm", 0, 12)),
 			"read two accumulators as f32, write a to two, selected by imm."+acc),
 	}
+}
+
+// bcastRows: the broadcast-source forms of the hover text's f16v2/f16v4
+// subtraction and compares (`f16v4cmpgt $aDst0:Dst0+1, $aSrc0:BL,
+// $aSrc1:Src1+1`) and the f32v2 ones (`$aSrc0:B`), which the original
+// table gave only for add and mul (rows.go, 0x58 sub 0xE0..0xE9). Ours:
+// 0x58 sub-opcodes 0x70..0x92, in the order generated here.
+func bcastRows() []Inst {
+	ops := []struct{ name, doc string }{
+		{"sub", "a - b"}, {"cmpeq", "a == b"}, {"cmpge", "a >= b"}, {"cmpgt", "a > b"},
+		{"cmple", "a <= b"}, {"cmplt", "a < b"}, {"cmpne", "a != b"},
+	}
+	what := func(op, doc string, all bool) string {
+		if op == "sub" {
+			return "dst = " + doc
+		}
+		if all {
+			return "dst = all ones where " + doc + ", else 0"
+		}
+		return "dst = 0xFFFF where " + doc + ", else 0"
+	}
+	var out []Inst
+	sub := uint32(0x70)
+	for _, o := range ops {
+		for _, f := range []struct {
+			pre   string
+			reg   func(string, uint8) Operand
+			lanes string
+		}{{"f16v2", A, "two"}, {"f16v4", AP, "four"}} {
+			out = append(out,
+				aux3(f.pre+o.name, "bl", sub, f.reg, ABc(KindABcastLo), f.reg,
+					f.lanes+" f16 lanes, a the low f16 of its register in every lane: "+what(o.name, o.doc, false)),
+				aux3(f.pre+o.name, "bu", sub+1, f.reg, ABc(KindABcastHi), f.reg,
+					f.lanes+" f16 lanes, a the high f16 of its register in every lane: "+what(o.name, o.doc, false)))
+			sub += 2
+		}
+		out = append(out, aux3("f32v2"+o.name, "b", sub, AP, ABc(KindABcast), AP,
+			"two f32 lanes, a one f32 register in both lanes: "+what(o.name, o.doc, true)))
+		sub++
+	}
+	return out
 }

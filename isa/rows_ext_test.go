@@ -104,7 +104,6 @@ var hoverMnemonics = []string{
 // why (docs/isa.md "New mnemonics"). The test fails when one appears, so
 // the list stays true.
 var hoverMissing = map[string]string{
-	"atom":       "an alias of the issue's alias work (isa rows owned elsewhere)",
 	"ld64a32":    "needs the $mN++ operand syntax",
 	"ldb16b16":   "needs the $mN++ and $mN>> operand syntax",
 	"ldd16a32":   "needs the $mN++ and $mN@ operand syntax",

@@ -205,6 +205,8 @@ var extIntBinders = func() map[string]binder {
 	for name, f := range m32Unary {
 		m[name] = bindM32Unary(f)
 	}
+	m["atom"] = bindAtom
+	m["movnz"] = bindMovnz
 	m["roll16"] = bindRR(roll16)
 	m["xnor"] = bindRR(func(a, b uint32) uint32 { return ^(a ^ b) })
 	m["and64"] = bindPair2(func(a0, a1, b0, b1 uint32) (uint32, uint32) { return a0 & b0, a1 & b1 })
@@ -269,3 +271,26 @@ var notEmulatedBinders = func() map[string]binder {
 	}
 	return m
 }()
+
+// bindAtom: `atom $m, $a` copies the 32 bits of an $a register to an $m
+// register unchanged (hover text: "No format conversion is performed").
+func bindAtom(in *isa.Inst) (impl, error) {
+	if !shape(in, kM, kA) {
+		return impl{}, layoutErr(in, "mreg, areg")
+	}
+	return impl{fn: func(t *Tile, c *Context, o *inst) { c.M[r4(o.v[0])] = c.A[r4(o.v[1])] }}, nil
+}
+
+// bindMovnz: `movnz $d, $cond, $src` sets d = src when cond is non-zero
+// and leaves d alone otherwise (poplibs writes `movnz $value, $ifVal,
+// $trueVal`; docs/isa.md "popfix rows").
+func bindMovnz(in *isa.Inst) (impl, error) {
+	if !shape(in, kM, kM, kM) {
+		return impl{}, layoutErr(in, "mreg x3")
+	}
+	return impl{fn: func(t *Tile, c *Context, o *inst) {
+		if c.M[r4(o.v[1])] != 0 {
+			c.M[r4(o.v[0])] = c.M[r4(o.v[2])]
+		}
+	}}, nil
+}

@@ -264,6 +264,17 @@ func TestExtFloat(t *testing.T) {
 		{name: "f32cmpne", a: regsA(0, fb(-3), fb(1)), op: I("f32cmpne", 0, 1, 2), want: []regAt{wantA(0, 0xFFFFFFFF)}},
 		{name: "f32v2cmpeq", a: regsA(0, 0, fb(1), fb(2), fb(1), fb(3)), op: I("f32v2cmpeq", 0, 2, 4), want: []regAt{wantA(0, 0xFFFFFFFF), wantA(1, 0)}},
 		{name: "f32v2cmpgt", a: regsA(0, 0, fb(1), fb(4), fb(1), fb(3)), op: I("f32v2cmpgt", 0, 2, 4), want: []regAt{wantA(0, 0), wantA(1, 0xFFFFFFFF)}},
+		// Broadcast sources (bcastRows): $a1 holds 2.0 low, 5.0 high.
+		{name: "f16v4cmpgt.bl", a: regsA(0, hh(2, 5), hh(1, 2), hh(3, -1)), op: I("f16v4cmpgt.bl", 4, 1, 2),
+			want: []regAt{wantA(4, t16), wantA(5, t16<<16)}},
+		{name: "f16v4cmple.bu", a: regsA(0, hh(2, 5), hh(5, 4), hh(6, 9)), op: I("f16v4cmple.bu", 4, 1, 2),
+			want: []regAt{wantA(4, t16), wantA(5, t16|t16<<16)}},
+		{name: "f16v4sub.bu", a: regsA(0, hh(2, 5), hh(1, 2), hh(3, -1)), op: I("f16v4sub.bu", 4, 1, 2),
+			want: []regAt{wantA(4, hh(4, 3)), wantA(5, hh(2, 6))}},
+		{name: "f16v2sub.bl", a: regsA(0, hh(2, 5), hh(0.5, 4)), op: I("f16v2sub.bl", 4, 1, 2), want: []regAt{wantA(4, hh(1.5, -2))}},
+		{name: "f16v2cmpeq.bu", a: regsA(0, hh(2, 5), hh(5, 4)), op: I("f16v2cmpeq.bu", 4, 1, 2), want: []regAt{wantA(4, t16)}},
+		{name: "f32v2cmpgt.b", a: regsA(0, fb(2), fb(1), fb(3)), op: I("f32v2cmpgt.b", 4, 1, 2), want: []regAt{wantA(4, 0xFFFFFFFF), wantA(5, 0)}},
+		{name: "f32v2sub.b", a: regsA(0, fb(2), fb(1), fb(3)), op: I("f32v2sub.b", 4, 1, 2), want: []regAt{wantA(4, fb(1)), wantA(5, fb(-1))}},
 		{name: "f16v2exp2", a: regsA(0, hh(3, -1)), op: I("f16v2exp2", 0, 1), want: []regAt{wantA(0, hh(8, 0.5))}},
 		{name: "f16v2ln", a: regsA(0, hh(1, 3)), op: I("f16v2ln", 0, 1), want: []regAt{wantA(0, h64(0)|h64(math.Log(3))<<16)}},
 		{name: "f16v2log2", a: regsA(0, hh(0.25, 1024)), op: I("f16v2log2", 0, 1), want: []regAt{wantA(0, hh(-2, 10))}},
@@ -411,5 +422,82 @@ func TestExtAssembled(t *testing.T) {
 	w := &tl.Workers[0]
 	if w.A[0] != hh(1.5, -2) || w.A[2] != 0xFFFF || w.A[3] != h(1.5) || w.M[2] != h(1.5) || w.M[3] != 4 || w.ExitStatus != 1 {
 		t.Fatalf("a0=%08x a2=%08x a3=%08x m2=%x m3=%d status %d", w.A[0], w.A[2], w.A[3], w.M[2], w.M[3], w.ExitStatus)
+	}
+}
+
+// atom copies $a bits unchanged; movnz copies only when its condition
+// register is non-zero (popfix rows, docs/isa.md).
+func TestAtomMovnz(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		a3, m1, m2 uint32 // $a3, the condition $m1, the source $m2
+		op         in     // into $m4, which starts at 7
+		want       uint32
+	}{
+		{"atom", 0xBF800000, 0, 0, I("atom", 4, 3), 0xBF800000},
+		{"atom zero", 0, 0, 0, I("atom", 4, 3), 0},
+		{"movnz taken", 0, 1, 0xDEAD, I("movnz", 4, 1, 2), 0xDEAD},
+		{"movnz taken negative", 0, 0x80000000, 9, I("movnz", 4, 1, 2), 9},
+		{"movnz not taken", 0, 0, 0xDEAD, I("movnz", 4, 1, 2), 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := NewTile(0)
+			runWorker(t, tl, 1, cat(
+				setM(1, tc.m1), setM(2, tc.m2), setM(4, 7), setM(5, tc.a3),
+				[]in{I("st32", 5, 14, mzero, 0), I("ld32.a", 3, 14, mzero, 0), tc.op, I("exitz", mzero)})...)
+			if got := tl.Workers[1].M[4]; got != tc.want {
+				t.Errorf("$m4 = 0x%x, want 0x%x", got, tc.want)
+			}
+		})
+	}
+}
+
+// The register-offset worker loads and stores: address = base + delta +
+// size*off, with off an $m register.
+func TestRegisterOffsetMemory(t *testing.T) {
+	tl := NewTile(0)
+	w := &tl.Workers[0]
+	quad := []uint32{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}
+	if err := tl.WriteWords(ilvBase, quad); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, tl, 0, cat(
+		setM(1, ilvBase), setM(2, 4), setM(3, 1), setM(5, 2),
+		[]in{
+			I("ld32.ar", 0, 1, 2, 3),      // ilvBase + 4 + 4: 0x33
+			I("ld64.r", 2, 1, mzero, 3),   // ilvBase + 8: 0x33, 0x44
+			I("ld128.r", 4, 1, mzero, 3),  // ilvBase + 16: 0x55..0x88
+			I("st32.ar", 0, 14, mzero, 3), // mem32[dataBase + 4] = 0x33
+			I("st64.r", 6, 14, mzero, 5),  // mem64[dataBase + 16] = 0x77, 0x88
+			I("exitz", mzero),
+		})...)
+	want := []uint32{0x33, 0, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}
+	for i, v := range want {
+		if i != 1 && w.A[i] != v {
+			t.Errorf("$a%d = 0x%08x, want 0x%08x", i, w.A[i], v)
+		}
+	}
+	for addr, v := range map[uint32]uint32{dataBase + 4: 0x33, dataBase + 16: 0x77, dataBase + 20: 0x88} {
+		if got, _ := tl.ReadWord(addr); got != v {
+			t.Errorf("word at 0x%x = 0x%x, want 0x%x", addr, got, v)
+		}
+	}
+}
+
+// The zero-extended imm12 forms of or/and on $a registers.
+func TestALogicZimm12(t *testing.T) {
+	for _, tc := range []struct {
+		op   in // on $a1 (0xF0F0F00F) into $a2
+		want uint32
+	}{
+		{I("or.azi", 2, 1, 0x0F0), 0xF0F0F0FF},
+		{I("and.azi", 2, 1, 0xFFF), 0x0000000F},
+		{I("or.azi", 2, 1, 0), 0xF0F0F00F},
+	} {
+		tl := NewTile(0)
+		runWorker(t, tl, 0, cat(setM(1, 0xF0F0F00F), []in{I("st32", 1, 14, mzero, 0), I("ld32.a", 1, 14, mzero, 0), tc.op, I("exitz", mzero)})...)
+		if got := tl.Workers[0].A[2]; got != tc.want {
+			t.Errorf("%s: $a2 = 0x%08x, want 0x%08x", tc.op.id, got, tc.want)
+		}
 	}
 }
