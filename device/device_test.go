@@ -150,11 +150,16 @@ func TestEmulatedRunsTakeNoLock(t *testing.T) {
 // TestHardwareLockPerNode: each device node has its own lock.
 func TestHardwareLockPerNode(t *testing.T) {
 	t.Setenv(lock.EnvPath, "")
+	t.Setenv(lock.EnvDir, "")
+	if got := lock.PathFor("/dev/ipu0"); got != "/tmp/ipustack-device-dev-ipu0.lock" {
+		t.Fatalf("default lock path of /dev/ipu0: %s", got)
+	}
 	dir := t.TempDir()
+	t.Setenv(lock.EnvDir, dir) // the lock files this test creates stay in its own directory
 	ctx := context.Background()
 	a, b := filepath.Join(dir, "ipu0"), filepath.Join(dir, "ipu1")
-	if lock.PathFor(a) == lock.PathFor(b) || lock.PathFor("/dev/ipu0") != "/tmp/ipustack-device-dev-ipu0.lock" {
-		t.Fatalf("lock paths %s %s %s", lock.PathFor(a), lock.PathFor(b), lock.PathFor("/dev/ipu0"))
+	if lock.PathFor(a) == lock.PathFor(b) || filepath.Dir(lock.PathFor(a)) != dir {
+		t.Fatalf("lock paths %s %s", lock.PathFor(a), lock.PathFor(b))
 	}
 	d0, err := device.Open(ctx, "fake:"+a, device.Options{})
 	if err != nil {

@@ -52,7 +52,8 @@ func bindM32Unary(f func(uint32) uint32) binder {
 	}
 }
 
-// bindRR binds `op $d, $a, $b` on either file with one 32-bit function.
+// bindRR binds `op $d, $a, $b` on either file with one 32-bit function
+// (the $a forms are aux-pipe rows, so no co-issue flags are needed).
 func bindRR(f func(a, b uint32) uint32) binder {
 	return func(in *isa.Inst) (impl, error) {
 		switch {

@@ -252,8 +252,8 @@ var floatBinders = map[string]binder{
 			c.A[r4(o.v[0])] = f2hSR(v, uint32(c.next64()))
 		}}, nil
 	},
-	"sort4x16lo": bindSort(func(a, b uint32) uint32 { return a&0xFFFF | b<<16 }),
-	"sort4x16hi": bindSort(func(a, b uint32) uint32 { return a>>16 | b&0xFFFF0000 }),
+	"sort4x16lo": bindRR(func(a, b uint32) uint32 { return a&0xFFFF | b<<16 }),
+	"sort4x16hi": bindRR(func(a, b uint32) uint32 { return a>>16 | b&0xFFFF0000 }),
 	"fnop": func(in *isa.Inst) (impl, error) {
 		return impl{fn: func(*Tile, *Context, *inst) {}}, nil
 	},
@@ -267,23 +267,6 @@ var floatBinders = map[string]binder{
 			c.A[d], c.A[d+1] = uint32(v), uint32(v>>32)
 		}}, nil
 	},
-}
-
-// sort4x16lo/hi exist on both files: $m (main pipe) and $a (aux pipe).
-func bindSort(f func(a, b uint32) uint32) binder {
-	return func(in *isa.Inst) (impl, error) {
-		switch {
-		case shape(in, kM, kM, kM):
-			return impl{fn: func(t *Tile, c *Context, o *inst) {
-				c.M[r4(o.v[0])] = f(c.M[r4(o.v[1])], c.M[r4(o.v[2])])
-			}}, nil
-		case shape(in, kA, kA, kA):
-			return impl{readsA: true, writesA: true, fn: func(t *Tile, c *Context, o *inst) {
-				c.A[r4(o.v[0])] = f(c.A[r4(o.v[1])], c.A[r4(o.v[2])])
-			}}, nil
-		}
-		return impl{}, layoutErr(in, "mreg x3", "areg x3")
-	}
 }
 
 // The urand64 generator: xorshift128+ over the 128-bit state

@@ -45,6 +45,11 @@ const DefaultPath = "/tmp/ipustack-device.lock"
 // without threading a flag through every command.
 const EnvPath = "IPUSTACK_DEVICE_LOCK"
 
+// EnvDir names an environment variable that, when set, replaces the
+// directory of DefaultPath for the per-device locks of PathFor, so tests
+// keep their lock files in a private directory.
+const EnvDir = "IPUSTACK_DEVICE_LOCK_DIR"
+
 // DefaultPoll is how often a waiting Acquire retries. flock has no
 // portable blocking-with-timeout call, and a run lasts seconds, so a tenth
 // of a second costs nothing noticeable.
@@ -170,7 +175,7 @@ func (l *Lock) Holder() Holder { return l.holder }
 // PathFor is the lock file of the device at node (a device node such as
 // "/dev/ipu0", or a backend name): the node's path with every character
 // that is not a letter or digit turned into '-', under the directory of
-// DefaultPath, e.g. /tmp/ipustack-device-dev-ipu0.lock. Each device gets
+// DefaultPath (or $IPUSTACK_DEVICE_LOCK_DIR), e.g. /tmp/ipustack-device-dev-ipu0.lock. Each device gets
 // its own lock, so runs on different cards never wait for each other.
 func PathFor(node string) string {
 	var b strings.Builder
@@ -181,7 +186,11 @@ func PathFor(node string) string {
 			b.WriteByte('-')
 		}
 	}
-	return filepath.Join(filepath.Dir(DefaultPath), "ipustack-device-"+b.String()+".lock")
+	dir := os.Getenv(EnvDir)
+	if dir == "" {
+		dir = filepath.Dir(DefaultPath)
+	}
+	return filepath.Join(dir, "ipustack-device-"+b.String()+".lock")
 }
 
 // ResolvePath returns the lock file Acquire uses for path: path itself

@@ -37,6 +37,7 @@ import (
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/kernels/bench"
 	"github.com/ipustack/ipustack/target"
 )
 
@@ -151,26 +152,14 @@ func definesKey(d map[string]string) string {
 	return strings.Join(keys, " ")
 }
 
-// harness calls the kernel entry and stops at a chip sync after it returns.
-const harness = `
-	.supervisor
-	.section .text._start, "ax"
-	.globl _start
-	.type _start, @function
-_start:
-	call $m10, KERNEL_ENTRY
-	sync 3
-	.size _start, .-_start
-`
-
 // runCall runs one figure's call and returns its cycles, call to return,
 // and the tile after it.
 func runCall(obj *elf.Object, f figure) (uint64, *emu.Tile, error) {
-	stub, err := asm.Assemble("harness.S", []byte(harness), asm.Options{Defines: map[string]string{"KERNEL_ENTRY": f.entry}})
+	stub, err := bench.Harness(f.entry)
 	if err != nil {
-		return 0, nil, fmt.Errorf("BUG: harness: %w", err)
+		return 0, nil, err
 	}
-	img, err := elf.Link([]*elf.Object{stub, obj}, elf.LinkOptions{Entry: "_start"})
+	img, err := elf.Link([]*elf.Object{stub, obj}, elf.LinkOptions{Entry: bench.HarnessEntry})
 	if err != nil {
 		return 0, nil, fmt.Errorf("link entry %s: %w", f.entry, err)
 	}
@@ -202,9 +191,7 @@ func runCall(obj *elf.Object, f figure) (uint64, *emu.Tile, error) {
 	if res.Reason != emu.StopSync || res.Zone != int(target.SyncInternal) {
 		return 0, nil, fmt.Errorf("entry %s did not return to the harness: %s", f.entry, res)
 	}
-	// The harness's sync issued in the last cycle; the call issued in
-	// cycle 0 and counts as the call's first cycle (kernels/bench).
-	return res.Cycle - 2, t, nil
+	return bench.CallCycles(res), t, nil
 }
 
 // printTable prints one line per figure, one summary line per measurement
