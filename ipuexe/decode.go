@@ -7,8 +7,8 @@ import (
 
 	"capnproto.org/go/capnp/v3"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe/schema"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Errors Read and Decode return, for errors.Is. Every returned error also
@@ -35,7 +35,7 @@ func Read(data []byte) (*Package, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := target.Lookup(p.Target)
+	t, err := ipu21.Lookup(p.Target)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrTarget, p.Target, err)
 	}

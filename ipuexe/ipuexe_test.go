@@ -15,20 +15,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // Addresses the test packages use.
 const (
-	codeAddr  = target.EntrySlot // 0x4C010
-	inAddr    = target.HostApertureBase
+	codeAddr  = ipu21.EntrySlot // 0x4C010
+	inAddr    = ipu21.HostApertureBase
 	dataAddr  = 0x60000
-	bssAddr   = target.Region1Base
-	outAddr   = target.Region1Base + 0x800
-	sampleA   = target.ProfileStartCycle
-	sampleB   = target.ProfileEndCycle
+	bssAddr   = ipu21.Region1Base
+	outAddr   = ipu21.Region1Base + 0x800
+	sampleA   = ipu21.ProfileStartCycle
+	sampleB   = ipu21.ProfileEndCycle
 	slotBytes = 4096
 )
 
@@ -58,8 +58,8 @@ func fullPackage() *Package {
 		Recipe:          `{"workload":"gemm","m":64}`,
 		CompilerVersion: "ipustack test",
 		Target:          "ipu21",
-		MemoryBase:      target.SRAMBase,
-		MemorySize:      target.SRAMEnd - target.SRAMBase,
+		MemoryBase:      ipu21.SRAMBase,
+		MemorySize:      ipu21.SRAMEnd - ipu21.SRAMBase,
 		Inputs:          []Binding{{Name: "x", DType: F16, Shape: []uint32{3, 64}}},
 		Outputs:         []Binding{{Name: "y", DType: F32, Shape: []uint32{3, 32}}},
 		Weights: []Binding{{Name: "w", DType: F16, Shape: []uint32{64, 32}, Slices: []Slice{
@@ -106,8 +106,8 @@ func fullPackage() *Package {
 func minimalPackage() *Package {
 	return &Package{
 		Target:     "ipu21",
-		MemoryBase: target.SRAMBase,
-		MemorySize: target.SRAMEnd - target.SRAMBase,
+		MemoryBase: ipu21.SRAMBase,
+		MemorySize: ipu21.SRAMEnd - ipu21.SRAMBase,
 		Tiles: []Tile{{Physical: 1471, Entry: codeAddr, Segments: []Segment{
 			{Address: codeAddr, MemSize: 8, Data: runtimeCode[:8], Flags: FlagRead | FlagExec},
 		}}},
@@ -118,8 +118,8 @@ func minimalPackage() *Package {
 func chipPackage() *Package {
 	p := minimalPackage()
 	p.Tiles = nil
-	for l := range target.Tiles {
-		p.Tiles = append(p.Tiles, testTile(uint32(target.LogicalToPhysical(l))))
+	for l := range ipu21.Tiles {
+		p.Tiles = append(p.Tiles, testTile(uint32(ipu21.LogicalToPhysical(l))))
 	}
 	return p
 }
@@ -150,7 +150,7 @@ func TestRoundTrip(t *testing.T) {
 		{"whole chip, shared code", chipPackage()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.p.Validate(target.IPU21()); err != nil {
+			if err := tc.p.Validate(ipu21.IPU21()); err != nil {
 				t.Fatalf("test package does not validate: %v", err)
 			}
 			b := mustMarshal(t, tc.p)
@@ -204,7 +204,7 @@ func TestSharedBlobsStoredOnce(t *testing.T) {
 	b := mustMarshal(t, p)
 	// 1472 tiles x 64 bytes of code would be 94 KiB alone if stored per
 	// tile; stored once, the whole package is mostly per-tile records.
-	perTile := len(b) / target.Tiles
+	perTile := len(b) / ipu21.Tiles
 	if perTile > 400 {
 		t.Errorf("%d bytes per tile: the shared code is not deduplicated", perTile)
 	}
@@ -284,7 +284,7 @@ func TestValidateRejects(t *testing.T) {
 		{"segment wrapping", func(p *Package) { p.Tiles[0].Segments[2].Address = 0xFFFFF000 },
 			[]string{"tiles[0] (tile 0)", "segment 2", "outside SRAM"}},
 		{"data past loader limit", func(p *Package) {
-			p.Tiles[0].Segments[2] = Segment{Address: target.LoadLimit - 8, MemSize: 16, Data: make([]byte, 16), Flags: FlagRead}
+			p.Tiles[0].Segments[2] = Segment{Address: ipu21.LoadLimit - 8, MemSize: 16, Data: make([]byte, 16), Flags: FlagRead}
 		}, []string{"tiles[0] (tile 0)", "segment 2 [0xe7ba8,0xe7bb8)", "past the loader limit 0xe7bb0"}},
 		{"executable in region 1", func(p *Package) { p.Tiles[2].Segments[2].Flags |= FlagExec },
 			[]string{"tiles[2] (tile 64)", "segment 2 [0x80000,0x81000) RWX", "executable outside region 0"}},
@@ -356,7 +356,7 @@ func TestValidateRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fullPackage()
 			tc.mutate(p)
-			err := p.Validate(target.IPU21())
+			err := p.Validate(ipu21.IPU21())
 			if err == nil {
 				t.Fatal("Validate accepted it")
 			}
@@ -391,7 +391,7 @@ func matchingLine(msg string, want []string) string {
 }
 
 func TestValidateTargetMismatch(t *testing.T) {
-	other := target.IPU21()
+	other := ipu21.IPU21()
 	other.Name = "ipu99"
 	err := fullPackage().Validate(other)
 	if err == nil || !strings.Contains(err.Error(), `target: package is for "ipu21", validating for "ipu99"`) {
@@ -407,7 +407,7 @@ func TestValidateAccumulatesAndCaps(t *testing.T) {
 	for i := range p.Tiles {
 		p.Tiles[i].Entry = 0x90000 // not in code on any tile
 	}
-	err := p.Validate(target.IPU21())
+	err := p.Validate(ipu21.IPU21())
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -416,10 +416,10 @@ func TestValidateAccumulatesAndCaps(t *testing.T) {
 	if len(lines) != MaxProblems+2 {
 		t.Errorf("%d lines, want %d", len(lines), MaxProblems+2)
 	}
-	if !strings.Contains(lines[0], fmt.Sprintf("(%d problems)", target.Tiles)) {
-		t.Errorf("header %q does not count all %d problems", lines[0], target.Tiles)
+	if !strings.Contains(lines[0], fmt.Sprintf("(%d problems)", ipu21.Tiles)) {
+		t.Errorf("header %q does not count all %d problems", lines[0], ipu21.Tiles)
 	}
-	if want := fmt.Sprintf("... and %d more problems", target.Tiles-MaxProblems); lines[len(lines)-1] != want {
+	if want := fmt.Sprintf("... and %d more problems", ipu21.Tiles-MaxProblems); lines[len(lines)-1] != want {
 		t.Errorf("last line %q, want %q", lines[len(lines)-1], want)
 	}
 
@@ -428,7 +428,7 @@ func TestValidateAccumulatesAndCaps(t *testing.T) {
 	q.Tiles[0].Physical = 5000
 	q.Outputs[0].DType = "?"
 	q.Config[0].Offset = 1
-	err = q.Validate(target.IPU21())
+	err = q.Validate(ipu21.IPU21())
 	for _, w := range []string{"invalid physical id 5000", `unknown dtype "?"`, "config[0]"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error does not mention %q: %v", w, err)
@@ -513,7 +513,7 @@ func FuzzRead(f *testing.F) {
 			sum := sha256.Sum256(data[HeaderSize:])
 			copy(data[24:], sum[:])
 			if p, err := Decode(data); err == nil {
-				_ = p.Validate(target.IPU21())
+				_ = p.Validate(ipu21.IPU21())
 				_ = Summary(p)
 				if _, err := p.Marshal(); err != nil {
 					t.Fatalf("Marshal of a decoded package: %v", err)
@@ -528,10 +528,10 @@ func FuzzRead(f *testing.F) {
 // spread over all tiles.
 func wholeChip() *Package {
 	p := minimalPackage()
-	p.Tiles = make([]Tile, target.Tiles)
-	in := Binding{Name: "x", DType: F16, Shape: []uint32{target.Tiles, 512}}
+	p.Tiles = make([]Tile, ipu21.Tiles)
+	in := Binding{Name: "x", DType: F16, Shape: []uint32{ipu21.Tiles, 512}}
 	for l := range p.Tiles {
-		id := uint32(target.LogicalToPhysical(l))
+		id := uint32(ipu21.LogicalToPhysical(l))
 		code := make([]byte, 60<<10)
 		data := make([]byte, 240<<10)
 		for i := range code {
@@ -559,7 +559,7 @@ func wholeChip() *Package {
 
 func BenchmarkWholeChip(b *testing.B) {
 	p := wholeChip()
-	if err := p.Validate(target.IPU21()); err != nil {
+	if err := p.Validate(ipu21.IPU21()); err != nil {
 		b.Fatal(err)
 	}
 	file := mustMarshal(b, p)

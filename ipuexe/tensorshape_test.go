@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // TestTensorShape: the recorded host tensor shape round-trips, shows in the
@@ -28,7 +28,7 @@ func TestTensorShape(t *testing.T) {
 		t.Fatalf("package without tensor shapes: %v %v", err, old.Weights[0].TensorShape)
 	}
 	p.Weights[0].TensorShape = []uint32{65, 32}
-	if err := p.Validate(target.IPU21()); err == nil || !strings.Contains(err.Error(), `weights[0] "w": tensor shape [65 32] does not fit the 4096-byte packed layout`) {
+	if err := p.Validate(ipu21.IPU21()); err == nil || !strings.Contains(err.Error(), `weights[0] "w": tensor shape [65 32] does not fit the 4096-byte packed layout`) {
 		t.Fatalf("validate: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // MaxProblems caps how many problems Validate reports. A package broken in
@@ -49,7 +49,7 @@ func (ps *problems) err() error {
 // tile by physical id and, where there is one, the segment, binding, slice
 // or call index and the address, so that a compiler bug can be traced
 // from the message alone. The error wraps ErrInvalid.
-func (p *Package) Validate(t *target.Target) error {
+func (p *Package) Validate(t *ipu21.Target) error {
 	if t == nil {
 		return fmt.Errorf("%w: no target to validate against", ErrInvalid)
 	}
@@ -68,14 +68,14 @@ func (p *Package) Validate(t *target.Target) error {
 
 type validator struct {
 	p     *Package
-	t     *target.Target
+	t     *ipu21.Target
 	ps    problems
 	tiles map[uint32]int // physical id -> index in p.Tiles (first one)
 }
 
 func (v *validator) header() {
 	p, t := v.p, v.t
-	if lt, err := target.Lookup(p.Target); err != nil || lt.Name != t.Name {
+	if lt, err := ipu21.Lookup(p.Target); err != nil || lt.Name != t.Name {
 		v.ps.add("target: package is for %q, validating for %q", p.Target, t.Name)
 	}
 	m := t.Memory
@@ -96,7 +96,7 @@ func (v *validator) inSRAM(addr uint32, size uint64) bool {
 }
 
 func (v *validator) validTile(id uint32) bool {
-	return uint64(id) < uint64(v.t.Tiles) && target.ValidPhysical(int(id))
+	return uint64(id) < uint64(v.t.Tiles) && ipu21.ValidPhysical(int(id))
 }
 
 func (v *validator) tileImages() {

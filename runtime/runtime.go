@@ -24,8 +24,8 @@ import (
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/config"
 	_ "github.com/ipustack/ipustack/device/emudev" // the default backend
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // defaultConfig is the C600 capture the reference stack replays (a copy of
@@ -147,7 +147,7 @@ func Run(ctx context.Context, pkg *ipuexe.Package, opts Options) (res *Result, e
 	if err := dev.ReplayConfig(ctx, writes); err != nil {
 		return nil, fmt.Errorf("runtime: replaying the configuration: %w", err)
 	}
-	mark := (len(pkg.Tiles) + target.LoaderBatchTiles - 1) / target.LoaderBatchTiles
+	mark := (len(pkg.Tiles) + ipu21.LoaderBatchTiles - 1) / ipu21.LoaderBatchTiles
 	log.InfoContext(ctx, "loading application", "tile_count", len(pkg.Tiles), "final_mark", mark)
 	if err := dev.Load(ctx, pkg, nil); err != nil {
 		return nil, fmt.Errorf("runtime: loading the application: %w", err)
@@ -237,7 +237,7 @@ func configWrites(pkg *ipuexe.Package, file string) ([]config.Write, error) {
 // last step's sample minus its first step's (steps ordered by index; the
 // counter is 32 bits, so the difference is taken modulo 2^32). A package
 // without a profile plan is read at the runtime state's profile words
-// (target.ProfileStartCycle, ProfileEndCycle) of every tile.
+// (ipu21.ProfileStartCycle, ProfileEndCycle) of every tile.
 func cycles(pkg *ipuexe.Package, s device.Session, res *Result) error {
 	type plan struct {
 		tile        int
@@ -248,7 +248,7 @@ func cycles(pkg *ipuexe.Package, s device.Session, res *Result) error {
 	var plans []plan
 	if len(pkg.Profile.Tiles) == 0 {
 		for _, t := range pkg.Tiles {
-			plans = append(plans, plan{int(t.Physical), []uint32{target.ProfileStartCycle, target.ProfileEndCycle}, 0, 1, false})
+			plans = append(plans, plan{int(t.Physical), []uint32{ipu21.ProfileStartCycle, ipu21.ProfileEndCycle}, 0, 1, false})
 		}
 	}
 	for _, tp := range pkg.Profile.Tiles {

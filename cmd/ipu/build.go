@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -34,7 +34,7 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	w.flags = graph.DefaultFlags()
 	fs.StringVar(&w.workload, "workload", defaultWorkload, "workload preset: gemm, mlp, siglip-mlp-f16")
 	fs.StringVar(&w.target, "target", "ipu21", "target chip")
-	fs.IntVar(&w.tiles, "tiles", target.Tiles, "number of tiles (1..1472)")
+	fs.IntVar(&w.tiles, "tiles", ipu21.Tiles, "number of tiles (1..1472)")
 	fs.IntVar(&w.flags.Gemm.M, "m", graph.DefaultGemm.M, "gemm: rows of x")
 	fs.IntVar(&w.flags.Gemm.K, "k", graph.DefaultGemm.K, "gemm: inner dimension")
 	fs.IntVar(&w.flags.Gemm.N, "n", graph.DefaultGemm.N, "gemm: columns of w")
@@ -50,11 +50,11 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 }
 
 // recipe validates the flags into a build recipe.
-func (w *workloadFlags) recipe() (build.Recipe, error) {
-	if _, err := target.Lookup(w.target); err != nil {
-		return build.Recipe{}, err
+func (w *workloadFlags) recipe() (driver.Recipe, error) {
+	if _, err := ipu21.Lookup(w.target); err != nil {
+		return driver.Recipe{}, err
 	}
-	r := build.Recipe{Workload: w.workload, Flags: w.flags, Tiles: w.tiles}
+	r := driver.Recipe{Workload: w.workload, Flags: w.flags, Tiles: w.tiles}
 	if w.conservative {
 		r.Assumptions = emu.ConservativeName
 	}
@@ -104,7 +104,7 @@ Each stage is logged with its busy time.`,
 				return fmt.Errorf("build: %w", err)
 			}
 			start := time.Now()
-			res, err := build.Compile(cmd.Context(), build.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version, ExportExchange: exportXD})
+			res, err := driver.Compile(cmd.Context(), driver.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version, ExportExchange: exportXD})
 			if err != nil {
 				return fmt.Errorf("build: %w", err)
 			}

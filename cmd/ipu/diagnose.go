@@ -7,9 +7,9 @@ import (
 
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/internal/diag"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/runtime"
-	"github.com/ipustack/ipustack/target"
 	"github.com/spf13/cobra"
 )
 
@@ -95,7 +95,7 @@ lines, then a count) and exits 1.`,
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&tiles, "tiles", target.Tiles, "number of tiles (logical 0..N-1)")
+	cmd.Flags().IntVar(&tiles, "tiles", ipu21.Tiles, "number of tiles (logical 0..N-1)")
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
 	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600")

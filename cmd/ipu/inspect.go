@@ -6,7 +6,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/spf13/cobra"
 )
@@ -50,20 +50,20 @@ ipu run --weights reads. Any data of these shapes runs on the package.`,
 // recipe, the checkpoint names ipu run --weights reads them by. A package
 // written before shapes were recorded takes them from its recipe.
 func printTensors(w io.Writer, pkg *ipuexe.Package) error {
-	byNode := map[string]build.Tensor{}
+	byNode := map[string]driver.Tensor{}
 	if pkg.Recipe != "" {
-		r, err := build.RecipeOf(pkg)
+		r, err := driver.RecipeOf(pkg)
 		if err != nil {
 			return err
 		}
-		ts, err := build.Tensors(r)
+		ts, err := driver.Tensors(r)
 		if err != nil {
 			return fmt.Errorf("recipe: %w", err)
 		}
 		for _, t := range ts {
 			byNode[t.Node] = t
 		}
-		if err := build.CheckTensorShapes(pkg, r); err != nil {
+		if err := driver.CheckTensorShapes(pkg, r); err != nil {
 			return err
 		}
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 // ipu runs the CLI in-process and returns its exit status and output.
@@ -211,7 +211,7 @@ func TestInspect(t *testing.T) {
 	dir := t.TempDir()
 	good := &ipuexe.Package{
 		Target: "ipu21", CompilerVersion: Version,
-		MemoryBase: target.SRAMBase, MemorySize: target.SRAMEnd - target.SRAMBase,
+		MemoryBase: ipu21.SRAMBase, MemorySize: ipu21.SRAMEnd - ipu21.SRAMBase,
 		Tiles: []ipuexe.Tile{{Physical: 5, Entry: 0x4C010, Segments: []ipuexe.Segment{
 			{Address: 0x4C010, MemSize: 8, Data: []byte{5, 0, 0x10, 0x19, 0, 0, 0xA0, 0x43}, Flags: ipuexe.FlagRead | ipuexe.FlagExec},
 		}}},

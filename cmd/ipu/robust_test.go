@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // TestBadInputs feeds every command inputs it must refuse: files of the
@@ -33,7 +33,7 @@ func TestBadInputs(t *testing.T) {
 	}
 	pkg := &ipuexe.Package{
 		Target: "ipu21", CompilerVersion: Version,
-		MemoryBase: target.SRAMBase, MemorySize: target.SRAMEnd - target.SRAMBase,
+		MemoryBase: ipu21.SRAMBase, MemorySize: ipu21.SRAMEnd - ipu21.SRAMBase,
 		Tiles: []ipuexe.Tile{{Physical: 5, Entry: 0x4C010, Segments: []ipuexe.Segment{
 			{Address: 0x4C010, MemSize: 8, Data: []byte{5, 0, 0x10, 0x19, 0, 0, 0xA0, 0x43}, Flags: ipuexe.FlagRead | ipuexe.FlagExec},
 		}}},

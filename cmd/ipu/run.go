@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/graph"
@@ -50,12 +50,12 @@ lists them).`,
 			ctx := cmd.Context()
 			var (
 				pkg *ipuexe.Package
-				r   build.Recipe
+				r   driver.Recipe
 				g   *graph.Graph
 				pl  *low.Plan
 			)
 			start := time.Now()
-			var ro build.RunOptions
+			var ro driver.RunOptions
 			if len(args) == 1 {
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
@@ -73,7 +73,7 @@ lists them).`,
 				if pkg, err = runtime.ReadPackage(ctx, args[0], nil); err != nil {
 					return err
 				}
-				if r, err = build.RecipeOf(pkg); err != nil {
+				if r, err = driver.RecipeOf(pkg); err != nil {
 					return fmt.Errorf("run: %s: %w", args[0], err)
 				}
 				if ud.output != "" {
@@ -93,7 +93,7 @@ lists them).`,
 				if err := ud.apply(r, &ro); err != nil {
 					return fmt.Errorf("run: %w", err)
 				}
-				res, err := build.Compile(ctx, build.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version})
+				res, err := driver.Compile(ctx, driver.Config{Recipe: r, Cache: wf.cache(), CompilerVersion: Version})
 				if err != nil {
 					return fmt.Errorf("run: %w", err)
 				}
@@ -114,7 +114,7 @@ lists them).`,
 				return fmt.Errorf("run: %w", err)
 			}
 			ro.Device, ro.DeviceOptions, ro.Profile, ro.Conservative = dev, dopts, profPath, wf.conservative
-			m, err := build.Run(ctx, pkg, r, g, pl, ro)
+			m, err := driver.Run(ctx, pkg, r, g, pl, ro)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}

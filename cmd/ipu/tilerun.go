@@ -15,8 +15,8 @@ import (
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels/bench"
-	"github.com/ipustack/ipustack/target"
 	"github.com/spf13/cobra"
 	"github.com/x448/float16"
 )
@@ -136,8 +136,8 @@ func parseSpan(flag, addrText, lenText string) (span, error) {
 	if err != nil || n == 0 {
 		return span{}, fmt.Errorf("%s: length %q is not a positive number", flag, lenText)
 	}
-	if !target.InSRAM(a, n) {
-		return span{}, fmt.Errorf("%s: [0x%x, 0x%x) is outside tile SRAM [0x%x, 0x%x)", flag, a, uint64(a)+uint64(n), target.SRAMBase, target.SRAMEnd)
+	if !ipu21.InSRAM(a, n) {
+		return span{}, fmt.Errorf("%s: [0x%x, 0x%x) is outside tile SRAM [0x%x, 0x%x)", flag, a, uint64(a)+uint64(n), ipu21.SRAMBase, ipu21.SRAMEnd)
 	}
 	return span{flag: flag, addr: a, size: n}, nil
 }
@@ -384,7 +384,7 @@ func tileRun(paths []string, f *tileRunFlags) (*tileReport, error) {
 		rep.FaultCtx, rep.FaultPC, rep.FaultInst = fault.Context, fmt.Sprintf("0x%05x", fault.PC), fault.Disasm
 	case runErr != nil:
 		return nil, fmt.Errorf("run: %w", runErr)
-	case res.Reason == emu.StopSync && res.Zone == int(target.SyncInternal) && tile.Sup.PC == img.Entry+bench.HarnessReturnOffset+4:
+	case res.Reason == emu.StopSync && res.Zone == int(ipu21.SyncInternal) && tile.Sup.PC == img.Entry+bench.HarnessReturnOffset+4:
 		rep.Stop = "return"
 		rep.Cycles = bench.CallCycles(res)
 	case res.Reason == emu.StopSync:

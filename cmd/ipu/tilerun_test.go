@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/kernels/bench"
-	"github.com/ipustack/ipustack/target"
 	"github.com/x448/float16"
 )
 
@@ -145,7 +145,7 @@ func FuzzTileSpan(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if s.size == 0 || uint64(s.addr) < target.SRAMBase || uint64(s.addr)+uint64(s.size) > target.SRAMEnd {
+		if s.size == 0 || uint64(s.addr) < ipu21.SRAMBase || uint64(s.addr)+uint64(s.size) > ipu21.SRAMEnd {
 			t.Fatalf("accepted %q:%q as [0x%x, +0x%x)", a, n, s.addr, s.size)
 		}
 	})

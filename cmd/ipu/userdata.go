@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/internal/npy"
 	"github.com/spf13/pflag"
 )
@@ -36,7 +36,7 @@ func (u *userDataFlags) names() []string {
 }
 
 // apply checks the flags and loads the user's data for recipe r into opts.
-func (u *userDataFlags) apply(r build.Recipe, opts *build.RunOptions) error {
+func (u *userDataFlags) apply(r driver.Recipe, opts *driver.RunOptions) error {
 	var dt string
 	switch u.outputDType {
 	case "f32":
@@ -65,12 +65,12 @@ func (u *userDataFlags) apply(r build.Recipe, opts *build.RunOptions) error {
 	}
 	data := map[string][]float32{}
 	if u.weights != "" {
-		if err := build.LoadWeights(r, u.weights, u.prefix, u.strict, nil, data); err != nil {
+		if err := driver.LoadWeights(r, u.weights, u.prefix, u.strict, nil, data); err != nil {
 			return err
 		}
 	}
 	if u.input != "" {
-		s, err := build.LoadInput(r, u.input, u.strict, nil, data)
+		s, err := driver.LoadInput(r, u.input, u.strict, nil, data)
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (u *userDataFlags) apply(r build.Recipe, opts *build.RunOptions) error {
 	if u.output != "" {
 		out := u.output
 		opts.Output = func(rows, cols int, got []float32) error {
-			shape := build.OutputShape(u.inShape, rows, cols)
+			shape := driver.OutputShape(u.inShape, rows, cols)
 			return writeAtomic(out, func(w io.Writer) error { return npy.Write(w, dt, shape, got) })
 		}
 	}

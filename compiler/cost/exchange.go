@@ -1,6 +1,6 @@
 package cost
 
-import "github.com/ipustack/ipustack/target"
+import "github.com/ipustack/ipustack/ipu21"
 
 // ExchangeLatencyCycles is the fixed allowance of one exchange phase beyond
 // its endpoint bound: the worst delay from the phase start to a receiver's
@@ -8,7 +8,7 @@ import "github.com/ipustack/ipustack/target"
 // receiver opens its window at SendDelayBase + 1 and writes its first word
 // PayloadLatency + 2*row events later; the worst row is the last physical
 // row. Source: target (exchange.rs facts in reference/IPU21.md).
-const ExchangeLatencyCycles = target.SendDelayBase + 1 + target.PayloadLatency + 2*(target.PhysicalRows-1)
+const ExchangeLatencyCycles = ipu21.SendDelayBase + 1 + ipu21.PayloadLatency + 2*(ipu21.PhysicalRows-1)
 
 // ExchangePhase is the modelled cycles of one exchange phase given the
 // largest number of bytes any one tile sends (each multicast item counted
@@ -16,7 +16,7 @@ const ExchangeLatencyCycles = target.SendDelayBase + 1 + target.PayloadLatency +
 // endpoint bound max(send, receive) / 4 bytes per cycle, plus the latency
 // allowance, plus one global sync. A phase that moves nothing costs nothing
 // (it is not emitted).
-func ExchangePhase(t *target.Target, maxSend, maxRecv int) int64 {
+func ExchangePhase(t *ipu21.Target, maxSend, maxRecv int) int64 {
 	b := max(maxSend, maxRecv)
 	if b == 0 {
 		return 0
@@ -42,7 +42,7 @@ func OperandBytes(bytes, align int) int { return Align(bytes, align) }
 // DataBudget is the per-tile memory available to planned data: all of SRAM
 // less the host exchange aperture, the runtime state block and codeReserve
 // bytes of region 0 for code (kernels, runtime, generated supervisor code).
-func DataBudget(t *target.Target, codeReserve int) int {
+func DataBudget(t *ipu21.Target, codeReserve int) int {
 	m := t.Memory
 	total := int(m.SRAMEnd - m.SRAMBase)
 	total -= int(t.Host.ApertureEnd - t.Host.ApertureBase)
@@ -52,6 +52,6 @@ func DataBudget(t *target.Target, codeReserve int) int {
 
 // InterleavedBudget is the size of region 1, the only place AMP right
 // panels (weights) may live.
-func InterleavedBudget(t *target.Target) int {
+func InterleavedBudget(t *ipu21.Target) int {
 	return int(t.Memory.SRAMEnd - t.Memory.Region1Base)
 }

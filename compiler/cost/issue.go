@@ -1,6 +1,6 @@
 package cost
 
-import "github.com/ipustack/ipustack/target"
+import "github.com/ipustack/ipustack/ipu21"
 
 // issueModel replays the tile's issue rules (docs/machine.md, "Issue
 // model") for a kernel whose shape is known: the supervisor's instruction
@@ -11,19 +11,19 @@ import "github.com/ipustack/ipustack/target"
 // Rules replayed:
 //   - cycle c belongs to slot c mod 6; worker w issues only in slot w, one
 //     bundle per 6 cycles, from the first cycle of its slot at least
-//     1+target.WorkerLaunchCycles after its `runall`, and its last bundle
+//     1+ipu21.WorkerLaunchCycles after its `runall`, and its last bundle
 //     (exitz) is its exit cycle;
 //   - the supervisor issues one instruction per cycle in any slot no running
 //     worker holds;
 //   - `sync 2` issued while workers run resumes the supervisor
-//     target.LocalSyncCycles after the cycle after the last worker's exit.
+//     ipu21.LocalSyncCycles after the cycle after the last worker's exit.
 //
 // Cycle numbering follows kernels/bench: the harness's `call` is cycle 0, so
 // the kernel's first instruction issues in cycle 1 and the kernel's cycle
 // count is the cycle in which its final `br $m10` issues.
 type issueModel struct {
-	next int                        // earliest cycle the supervisor may issue in
-	exit [target.WorkerContexts]int // exit cycle of each worker's current run (-1: idle)
+	next int                       // earliest cycle the supervisor may issue in
+	exit [ipu21.WorkerContexts]int // exit cycle of each worker's current run (-1: idle)
 }
 
 func newIssueModel() *issueModel {
@@ -34,7 +34,7 @@ func newIssueModel() *issueModel {
 	return m
 }
 
-const slots = target.IssueSlots
+const slots = ipu21.IssueSlots
 
 // issue issues n supervisor instructions and returns the cycle of the last.
 func (m *issueModel) issue(n int) int {
@@ -65,10 +65,10 @@ func (m *issueModel) free(c int) int {
 }
 
 // runall issues a runall; worker w then issues bundles[w] bundles.
-func (m *issueModel) runall(bundles *[target.WorkerContexts]int) {
+func (m *issueModel) runall(bundles *[ipu21.WorkerContexts]int) {
 	c := m.issue(1)
 	for w := 0; w < slots; w++ {
-		ready := c + 1 + target.WorkerLaunchCycles
+		ready := c + 1 + ipu21.WorkerLaunchCycles
 		start := ready + ((w-ready)%slots+slots)%slots
 		m.exit[w] = start + slots*(bundles[w]-1)
 	}
@@ -82,7 +82,7 @@ func (m *issueModel) sync2() {
 		last = max(last, e)
 	}
 	if last >= c {
-		m.next = max(m.next, last+1+target.LocalSyncCycles)
+		m.next = max(m.next, last+1+ipu21.LocalSyncCycles)
 	}
 }
 
@@ -95,7 +95,7 @@ func (m *issueModel) sync2() {
 func (m *issueModel) repeat(n int, body func()) {
 	type key struct {
 		phase int
-		rel   [target.WorkerContexts]int
+		rel   [ipu21.WorkerContexts]int
 	}
 	norm := func() key {
 		k := key{phase: m.next % slots}
@@ -146,7 +146,7 @@ func (m *issueModel) repeat(n int, body func()) {
 
 // rowsPerWorker splits n items over the six workers as every kernel here
 // does: worker w takes n/6 + (w < n%6).
-func rowsPerWorker(n int) (q [target.WorkerContexts]int) {
+func rowsPerWorker(n int) (q [ipu21.WorkerContexts]int) {
 	for w := range q {
 		q[w] = n / slots
 		if w < n%slots {
@@ -158,7 +158,7 @@ func rowsPerWorker(n int) (q [target.WorkerContexts]int) {
 
 // singleRun is the cycle count of the common layout/elementwise kernel
 // shape: five supervisor instructions ending in one runall, sync 2, br.
-func singleRun(bundles [target.WorkerContexts]int) int64 {
+func singleRun(bundles [ipu21.WorkerContexts]int) int64 {
 	m := newIssueModel()
 	m.issue(4) // setzi, st32, st32, setzi
 	m.runall(&bundles)

@@ -25,8 +25,8 @@ package cost
 import (
 	"fmt"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // gemmWorkerBundles is the bundle count of one worker run of the AMP GEMM
@@ -69,7 +69,7 @@ func gemm(k, c, r, cols, putcs int) int64 {
 	kg, cg := k/16, c/cols
 	rows := rowsPerWorker(r)
 	fast := r/slots >= 2
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	m := newIssueModel()
 	m.issue(2) // put $CCCSLOAD; setzi
 	for w := range b {
@@ -153,7 +153,7 @@ func gemmDrain(k, c, r, cols, putcs int) int64 {
 	kg, cg := k/16, c/cols
 	rows := rowsPerWorker(r)
 	fast := r/slots >= 2
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	m := newIssueModel()
 	m.issue(2) // put $CCCSLOAD; setzi
 	for w := range b {
@@ -210,7 +210,7 @@ func GemmF16F32Acc(k, c, r int) int64 { return gemm(k, c, r, 8, 16) }
 func PackLeftF16(r, k int) int64 {
 	gf, kv := k/16, k%16
 	rows := rowsPerWorker(r)
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	for w, n := range rows {
 		if n == 0 {
 			b[w] = 6
@@ -257,7 +257,7 @@ func unpackF16Bundles(n, c int) int {
 
 // UnpackOutF16 is the cycle count of unpack_out_f16 (r rows, c columns).
 func UnpackOutF16(r, c int) int64 {
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	for w, n := range rowsPerWorker(r) {
 		b[w] = unpackF16Bundles(n, c)
 	}
@@ -267,7 +267,7 @@ func UnpackOutF16(r, c int) int64 {
 // UnpackOutF32 is the cycle count of unpack_out_f32 (r rows, c columns).
 func UnpackOutF32(r, c int) int64 {
 	gf, cv := c/8, c%8
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	for w, n := range rowsPerWorker(r) {
 		if n == 0 {
 			b[w] = 6
@@ -301,8 +301,8 @@ func UnpackOutF32(r, c int) int64 {
 // The loop code is 8-byte aligned: an odd prologue is followed by an
 // executed nop; the single-word path starts after a 4-byte `bri`, so it
 // always begins with one.
-func wordLoop(words, per, pro int) [target.WorkerContexts]int {
-	var b [target.WorkerContexts]int
+func wordLoop(words, per, pro int) [ipu21.WorkerContexts]int {
+	var b [ipu21.WorkerContexts]int
 	for w, q := range rowsPerWorker(words) {
 		switch {
 		case q == 0:
@@ -333,7 +333,7 @@ func ReduceAddF16(n, parts int) int64 {
 
 // CopyF16 is the cycle count of copy_f16 moving n bytes.
 func CopyF16(n int) int64 {
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	for w, q := range rowsPerWorker(n / 8) {
 		if q == 0 {
 			b[w] = 6
@@ -356,7 +356,7 @@ func AddBiasF16(rows, r, first int) int64 {
 	// (its brz leaves to exitz), exitz, and per column group boundary
 	// crossed between two of its rows 3 bundles (add, setzi, bri) and
 	// another group entry. An empty worker leaves at its brz (6 bundles).
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	p0 := 0 // the worker's first row: w*Q + min(w, REM)
 	for w, n := range rowsPerWorker(rows) {
 		if n == 0 {
@@ -378,7 +378,7 @@ func FillZero(n int) int64 {
 	// its 6-instruction prologue.
 	words := n / 8
 	chunk := (words + slots - 1) / slots
-	var b [target.WorkerContexts]int
+	var b [ipu21.WorkerContexts]int
 	for w := range b {
 		q := min(words-w*chunk, chunk)
 		if q < 0 {

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/kernels/bench"
-	"github.com/ipustack/ipustack/target"
 )
 
 // modelPoints is the differential table: for every kernel the extremes its
@@ -187,11 +187,11 @@ func TestModelRejectsBadParams(t *testing.T) {
 }
 
 func TestExchangePhase(t *testing.T) {
-	tg := target.IPU21()
+	tg := ipu21.IPU21()
 	if ExchangePhase(tg, 0, 0) != 0 {
 		t.Error("empty phase costs cycles")
 	}
-	want := int64(1000) + ExchangeLatencyCycles + target.GlobalSyncCycles
+	want := int64(1000) + ExchangeLatencyCycles + ipu21.GlobalSyncCycles
 	if got := ExchangePhase(tg, 4000, 3999); got != want {
 		t.Errorf("ExchangePhase = %d, want %d", got, want)
 	}

@@ -41,9 +41,9 @@ import (
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/place"
 	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Addresses are one tile's buffer addresses.
@@ -54,7 +54,7 @@ const windowBuf = "\x00window"
 
 func (a Addresses) ref(r low.Ref) (uint32, error) {
 	if r.Buf == windowBuf {
-		return target.HostApertureBase + uint32(r.Off), nil
+		return ipu21.HostApertureBase + uint32(r.Off), nil
 	}
 	base, ok := a[r.Buf]
 	if !ok {
@@ -294,7 +294,7 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 	}
 	b.WriteString("// ipustack v0 tile runtime (generated)\n\t.section .text, \"ax\"\n\t.supervisor\n\t.globl _start\n_start:\nloop:\n")
 	w("sync 7")
-	w("setzi $m0, %#x", target.HostApertureBase)
+	w("setzi $m0, %#x", ipu21.HostApertureBase)
 	w("ld32 $m1, $m0, $mzero, 0")
 	w("brz $m1, call_initialize")
 	w("bri call_run")
@@ -344,7 +344,7 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 			case low.OpSample:
 				w("sync 2")
 				w("get $m1, $SCOUNT_L")
-				w("setzi $m0, %#x", target.RuntimeStateBase)
+				w("setzi $m0, %#x", ipu21.RuntimeStateBase)
 				w("st32 $m1, $m0, $mzero, %d", 1+op.Sample)
 				timed = op.Sample == 0 && depth < 0 && hasSamples && &ops[0] == &t.Calls[1][0]
 			case low.OpLoop:
@@ -451,7 +451,7 @@ var brM10 = sync.OnceValue(func() []byte {
 // Package assembles the application package.
 func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs []*elf.Image, tileProgram []int, version string) (*ipuexe.Package, error) {
 	pkg := &ipuexe.Package{CompilerVersion: version, Target: "ipu21",
-		MemoryBase: target.SRAMBase, MemorySize: target.SRAMEnd - target.SRAMBase}
+		MemoryBase: ipu21.SRAMBase, MemorySize: ipu21.SRAMEnd - ipu21.SRAMBase}
 	// Code segments are shared between tiles of one program.
 	codeSegs := make([][]ipuexe.Segment, len(imgs))
 	for i, img := range imgs {
@@ -504,7 +504,7 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 			// Samples in execution order: run.start, the sample area's
 			// words (samples.go), run.end (its step index set below: the
 			// last, so the runtime's span stays run.start..run.end).
-			smp := []ipuexe.ProfileSample{{Address: target.ProfileStartCycle, Step: 0}}
+			smp := []ipuexe.ProfileSample{{Address: ipu21.ProfileStartCycle, Step: 0}}
 			base, ok := addrs[l][SampleBuf]
 			steps := TimedSteps(pl, t)
 			for k, st := range steps[:max(0, len(steps)-1)] {
@@ -520,7 +520,7 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 				}
 				smp = append(smp, ipuexe.ProfileSample{Address: base + 4*uint32(1+k), Step: i})
 			}
-			smp = append(smp, ipuexe.ProfileSample{Address: target.ProfileEndCycle})
+			smp = append(smp, ipuexe.ProfileSample{Address: ipu21.ProfileEndCycle})
 			pkg.Profile.Tiles = append(pkg.Profile.Tiles, ipuexe.TileProfile{Tile: uint32(t.Physical), Samples: smp})
 		}
 	}

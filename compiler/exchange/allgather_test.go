@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // The all-gather inside grid rows of a 32-tile build (`ipu build --workload
@@ -61,10 +61,10 @@ func allGatherPhase(groups, size, words, first int) Phase {
 	p := Phase{ID: 2}
 	for g := 0; g < groups; g++ {
 		for j := 0; j < size; j++ {
-			x := Transfer{Src: target.LogicalToPhysical(first + g*size + j), SrcAddr: srcBase, Words: words}
+			x := Transfer{Src: ipu21.LogicalToPhysical(first + g*size + j), SrcAddr: srcBase, Words: words}
 			for k := 0; k < size; k++ {
 				if k != j {
-					x.Dsts = append(x.Dsts, Dest{target.LogicalToPhysical(first + g*size + k), dstBase + uint32(4*words*j)})
+					x.Dsts = append(x.Dsts, Dest{ipu21.LogicalToPhysical(first + g*size + k), dstBase + uint32(4*words*j)})
 				}
 			}
 			p.Transfers = append(p.Transfers, x)

@@ -5,24 +5,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // bigPhase: every one of the 1472 tiles sends `words` words to each of
 // `fan` random other tiles (fan separate transfers, ~30k for fan 20).
 func bigPhase(fan, words int) Phase {
 	rng := rand.New(rand.NewPCG(1472, uint64(fan)))
-	next := make([]uint32, target.Tiles)
+	next := make([]uint32, ipu21.Tiles)
 	for i := range next {
 		next[i] = 0x80000
 	}
 	p := Phase{ID: 9}
-	for s := 0; s < target.Tiles; s++ {
+	for s := 0; s < ipu21.Tiles; s++ {
 		seen := map[int]bool{s: true}
 		for k := 0; k < fan; k++ {
-			d := rng.IntN(target.Tiles)
+			d := rng.IntN(ipu21.Tiles)
 			for seen[d] {
-				d = rng.IntN(target.Tiles)
+				d = rng.IntN(ipu21.Tiles)
 			}
 			seen[d] = true
 			p.Transfers = append(p.Transfers, Transfer{Src: s, SrcAddr: dataBase + uint32(4*words*k), Words: words,

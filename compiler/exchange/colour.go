@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // konigColours colours the point-to-point transfers of pr (one
@@ -18,8 +18,8 @@ func (pr *problem) konigColours() (col []int, ok bool) {
 	xs := pr.xs
 	const none = -1
 	// Tile slots: only participating tiles get a row of the table.
-	sid := make([]int, target.Tiles) // slot+1 of a sending tile, 0: none yet
-	rid := make([]int, target.Tiles)
+	sid := make([]int, ipu21.Tiles) // slot+1 of a sending tile, 0: none yet
+	rid := make([]int, ipu21.Tiles)
 	ns, nr := 0, 0
 	es0 := make([]int32, len(xs)) // sender slot per point-to-point transfer
 	er0 := make([]int32, len(xs)) // receiver slot

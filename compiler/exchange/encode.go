@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Row emission: each tile's timed sends and receive controls become a
@@ -64,7 +64,7 @@ const (
 	// needed for a control on a send's first event, which the guard forbids
 	// whenever the phase has paired receives (where they would not be
 	// harmless); see Build.
-	noopXpic   = xpicPairFlag | target.MuxNeutral
+	noopXpic   = xpicPairFlag | ipu21.MuxNeutral
 	noopPicSel = 1
 	noopPic    = 0
 )
@@ -110,7 +110,7 @@ func (in *ins) encode() ([]uint32, error) {
 // field counts items, and the operand is the field times 4 (the 32-bit
 // case), so a paired send (8-byte items) takes half the byte address.
 func sendOperand(addr uint32, sctl int) uint32 {
-	if sctl&target.SendPaired != 0 {
+	if sctl&ipu21.SendPaired != 0 {
 		return addr / 2
 	}
 	return addr
@@ -398,7 +398,7 @@ func emitAll(pr *problem, pl *placement) ([]Program, error) {
 				if x.leader(j) {
 					raws[d] = append(raws[d],
 						rawCtrl{u0, rawPairOpen, uint32(x.src)},
-						rawCtrl{u0 + x.n, rawPairClose, target.MuxNeutral})
+						rawCtrl{u0 + x.n, rawPairClose, ipu21.MuxNeutral})
 				}
 				raws[d] = append(raws[d],
 					rawCtrl{u0 + x.lat[j] - 2, rawFormat, 1},
@@ -407,7 +407,7 @@ func emitAll(pr *problem, pl *placement) ([]Program, error) {
 			} else {
 				raws[d] = append(raws[d],
 					rawCtrl{u0, rawOpen, uint32(x.src)},
-					rawCtrl{u0 + x.n, rawClose, target.MuxNeutral},
+					rawCtrl{u0 + x.n, rawClose, ipu21.MuxNeutral},
 					rawCtrl{u0 + x.lat[j], rawPointer, x.daddr[j] >> 2})
 			}
 			events[d] = max(events[d], u0+x.lat[j]+x.n)

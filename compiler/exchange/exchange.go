@@ -93,8 +93,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Dest is one receiver of a transfer: physical tile and byte address.
@@ -273,7 +273,7 @@ func chunkSize(p *Phase, parts []part) int {
 // latencySlack: a gap this small is pure fabric latency (a phase with no
 // endpoint conflict can end this late: 1 + max ttm + 52 + 2*22 events), so
 // re-placing is not tried.
-const latencySlack = 1 + target.MaxTimeToMux + target.PayloadLatency + 2*(target.PhysicalRows-1)
+const latencySlack = 1 + ipu21.MaxTimeToMux + ipu21.PayloadLatency + 2*(ipu21.PhysicalRows-1)
 
 // Program returns the program of tile, or nil when tile does not take
 // part in the phase.
@@ -573,7 +573,7 @@ func checkPhase(p *Phase) error {
 	}
 	dsts := map[int][]rng{}
 	for i, t := range p.Transfers {
-		if !target.ValidPhysical(t.Src) {
+		if !ipu21.ValidPhysical(t.Src) {
 			return fmt.Errorf("transfer %d: source %d is not a physical tile", i, t.Src)
 		}
 		if t.Words <= 0 {
@@ -583,7 +583,7 @@ func checkPhase(p *Phase) error {
 			return fmt.Errorf("transfer %d: no destination", i)
 		}
 		bytes := uint32(4 * t.Words)
-		if t.SrcAddr%4 != 0 || !target.InSRAM(t.SrcAddr, bytes) || t.Words > 1<<20 {
+		if t.SrcAddr%4 != 0 || !ipu21.InSRAM(t.SrcAddr, bytes) || t.Words > 1<<20 {
 			return fmt.Errorf("transfer %d: source range 0x%x + %d words misaligned or outside SRAM", i, t.SrcAddr, t.Words)
 		}
 		if t.Paired {
@@ -593,7 +593,7 @@ func checkPhase(p *Phase) error {
 		}
 		seen := map[int]bool{}
 		for _, d := range t.Dsts {
-			if !target.ValidPhysical(d.Tile) {
+			if !ipu21.ValidPhysical(d.Tile) {
 				return fmt.Errorf("transfer %d: destination %d is not a physical tile", i, d.Tile)
 			}
 			if d.Tile == t.Src {
@@ -603,7 +603,7 @@ func checkPhase(p *Phase) error {
 				return fmt.Errorf("transfer %d: tile %d is a destination twice", i, d.Tile)
 			}
 			seen[d.Tile] = true
-			if d.Addr%4 != 0 || !target.InSRAM(d.Addr, bytes) {
+			if d.Addr%4 != 0 || !ipu21.InSRAM(d.Addr, bytes) {
 				return fmt.Errorf("transfer %d: destination 0x%x on tile %d misaligned or outside SRAM", i, d.Addr, d.Tile)
 			}
 			dsts[d.Tile] = append(dsts[d.Tile], rng{d.Addr, d.Addr + bytes, i})

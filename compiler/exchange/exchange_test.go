@@ -6,14 +6,14 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // Latency allowance of a phase with no endpoint conflicts: a transfer's
 // last word lands at ts + 1 + ttm + L + n - 1 with ts >= max(0, -ttm), so
 // the row of its receiver ends at most 1 + MaxTimeToMux + PayloadLatency +
 // 2*(PhysicalRows-1) events after its n words: 209 events.
-const latencyAllowance = 1 + target.MaxTimeToMux + target.PayloadLatency + 2*(target.PhysicalRows-1)
+const latencyAllowance = 1 + ipu21.MaxTimeToMux + ipu21.PayloadLatency + 2*(ipu21.PhysicalRows-1)
 
 // TestOracle: IPU21.md's oracle transfer, physical 0 -> 53, 3 words.
 func TestOracle(t *testing.T) {
@@ -52,7 +52,7 @@ func TestAllToAll(t *testing.T) {
 	for _, n := range []int{1, 16, 64, 256} {
 		var tiles []int
 		for l := 0; l < 16; l++ {
-			tiles = append(tiles, target.LogicalToPhysical(l))
+			tiles = append(tiles, ipu21.LogicalToPhysical(l))
 		}
 		p := Phase{ID: 1}
 		for i, s := range tiles {
@@ -77,9 +77,9 @@ func TestAllToAll(t *testing.T) {
 func TestRing(t *testing.T) {
 	for _, n := range []int{1, 100, 1000} {
 		p := Phase{ID: 2}
-		for l := 0; l < target.Tiles; l++ {
-			p.Transfers = append(p.Transfers, Transfer{Src: target.LogicalToPhysical(l), SrcAddr: dataBase, Words: n,
-				Dsts: []Dest{{target.LogicalToPhysical((l + 1) % target.Tiles), 0x80000}}})
+		for l := 0; l < ipu21.Tiles; l++ {
+			p.Transfers = append(p.Transfers, Transfer{Src: ipu21.LogicalToPhysical(l), SrcAddr: dataBase, Words: n,
+				Dsts: []Dest{{ipu21.LogicalToPhysical((l + 1) % ipu21.Tiles), 0x80000}}})
 		}
 		s := build(t, p, Options{})
 		runChip(t, s)
@@ -97,10 +97,10 @@ func TestBidirectionalRing(t *testing.T) {
 	p := Phase{ID: 3}
 	N := 256
 	for l := 0; l < N; l++ {
-		s := target.LogicalToPhysical(l)
+		s := ipu21.LogicalToPhysical(l)
 		p.Transfers = append(p.Transfers,
-			Transfer{Src: s, SrcAddr: dataBase, Words: n, Dsts: []Dest{{target.LogicalToPhysical((l + 1) % N), 0x80000}}},
-			Transfer{Src: s, SrcAddr: dataBase + 4*n, Words: n, Dsts: []Dest{{target.LogicalToPhysical((l + N - 1) % N), 0x90000}}})
+			Transfer{Src: s, SrcAddr: dataBase, Words: n, Dsts: []Dest{{ipu21.LogicalToPhysical((l + 1) % N), 0x80000}}},
+			Transfer{Src: s, SrcAddr: dataBase + 4*n, Words: n, Dsts: []Dest{{ipu21.LogicalToPhysical((l + N - 1) % N), 0x90000}}})
 	}
 	s := build(t, p, Options{})
 	runChip(t, s)
@@ -118,7 +118,7 @@ func TestBroadcast(t *testing.T) {
 	x := Transfer{Src: root, SrcAddr: dataBase, Words: 1000}
 	p := Phase{ID: 4}
 	for len(x.Dsts) < 63 {
-		d := rng.IntN(target.Tiles)
+		d := rng.IntN(ipu21.Tiles)
 		dup := d == root
 		for _, e := range x.Dsts {
 			dup = dup || e.Tile == d

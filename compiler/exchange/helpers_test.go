@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/device/emu"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -138,7 +138,7 @@ func randomPhase(seed uint64, mixed bool) Phase {
 	ntiles := 2 + rng.IntN(63)
 	set := map[int]bool{}
 	for len(set) < ntiles {
-		set[rng.IntN(target.Tiles)] = true
+		set[rng.IntN(ipu21.Tiles)] = true
 	}
 	var ids []int
 	for p := range set {

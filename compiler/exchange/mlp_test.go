@@ -1,7 +1,7 @@
 package exchange
 
 import (
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // The exchange phases of a Megatron-style SigLIP so400m MLP plan on the
@@ -25,8 +25,8 @@ import (
 const (
 	mlpTokens  = 729
 	mlpDim     = 1152
-	mlpRows    = target.PhysicalRows
-	mlpCols    = target.PhysicalColumns
+	mlpRows    = ipu21.PhysicalRows
+	mlpCols    = ipu21.PhysicalColumns
 	mlpColsPer = mlpDim / mlpCols // 18 columns of d per tile
 )
 

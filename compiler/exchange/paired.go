@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // Choosing paired transfers (Options.Paired = PairedAuto).
@@ -35,7 +35,7 @@ func pairSplit(t *Transfer) (paired, rest []int) {
 		at[d.Tile] = k
 	}
 	for k, d := range t.Dsts {
-		j, ok := at[target.Partner(d.Tile)]
+		j, ok := at[ipu21.Partner(d.Tile)]
 		if ok && d.Addr%8 == 0 && t.Dsts[j].Addr == d.Addr {
 			paired = append(paired, k)
 		} else {
@@ -63,12 +63,12 @@ func pairedAssignments(p *Phase) ([][]part, int) {
 		return nil, 0
 	}
 	// Endpoint loads (events) of the ordinary assignment.
-	send, recv := make([]int, target.Tiles), make([]int, target.Tiles)
+	send, recv := make([]int, ipu21.Tiles), make([]int, ipu21.Tiles)
 	for _, t := range p.Transfers {
 		n := t.Words
 		if t.Paired {
 			n /= 2
-			send[target.Partner(t.Src)] += n
+			send[ipu21.Partner(t.Src)] += n
 		}
 		send[t.Src] += n
 		for _, d := range t.Dsts {
@@ -91,7 +91,7 @@ func pairedAssignments(p *Phase) ([][]part, int) {
 	for _, c := range cs {
 		t := &p.Transfers[c.orig]
 		h := t.Words / 2
-		pt := target.Partner(t.Src)
+		pt := ipu21.Partner(t.Src)
 		// Paired: the sender and the paired receivers lose h events, the
 		// partner gains h. Keep it only if the partner stays within the
 		// current bound (the others only get lighter).
@@ -147,7 +147,7 @@ func checkPaired(i int, t *Transfer) error {
 	}
 	if rest := unpairedDests(t); len(rest) > 0 {
 		d := t.Dsts[rest[0]]
-		return fmt.Errorf("transfer %d: paired destination tile %d at 0x%x: its pair partner %d is not a destination at the same 8-byte aligned address (paired items reach whole receiving pairs)", i, d.Tile, d.Addr, target.Partner(d.Tile))
+		return fmt.Errorf("transfer %d: paired destination tile %d at 0x%x: its pair partner %d is not a destination at the same 8-byte aligned address (paired items reach whole receiving pairs)", i, d.Tile, d.Addr, ipu21.Partner(d.Tile))
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // gapTarget is issue 6's quality target: horizon <= 1.05 x bound + 200.
@@ -21,13 +21,13 @@ func gapTarget(bound int) int { return TargetHorizon(bound) }
 // and paired, is within the 200-event allowance.
 func TestLatencyAllowance(t *testing.T) {
 	worst := 0
-	for s := 0; s < target.Tiles; s++ {
-		for d := 0; d < target.Tiles; d++ {
+	for s := 0; s < ipu21.Tiles; s++ {
+		for d := 0; d < ipu21.Tiles; d++ {
 			if s == d {
 				continue
 			}
-			L := target.PayloadLatency + 2*target.Row(d)
-			worst = max(worst, max(1, 1+target.TimeToMux(s, d))+L, max(1, target.PairedTimeToMux(s, d))+L+1)
+			L := ipu21.PayloadLatency + 2*ipu21.Row(d)
+			worst = max(worst, max(1, 1+ipu21.TimeToMux(s, d))+L, max(1, ipu21.PairedTimeToMux(s, d))+L+1)
 		}
 	}
 	if worst != 165 {
@@ -80,7 +80,7 @@ func randomPairedPhase(seed uint64, npairs int) Phase {
 	rng := rand.New(rand.NewPCG(seed, 0x64))
 	set := map[int]bool{}
 	for len(set) < npairs {
-		set[rng.IntN(target.Tiles)&^2] = true
+		set[rng.IntN(ipu21.Tiles)&^2] = true
 	}
 	var pairs []int
 	for p := range set {
@@ -248,7 +248,7 @@ func TestBuildAllDeterministic(t *testing.T) {
 // that loads vary between tiles.
 func gapPhase(seed uint64, ntiles int, multicast bool) Phase {
 	rng := rand.New(rand.NewPCG(seed, uint64(ntiles)))
-	perm := rng.Perm(target.Tiles)[:ntiles]
+	perm := rng.Perm(ipu21.Tiles)[:ntiles]
 	next := map[int]uint32{}
 	for _, id := range perm {
 		next[id] = 0x80000

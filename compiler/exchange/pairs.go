@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // pairColours colours the transfers at the level of tile pairs, for
@@ -72,7 +72,7 @@ func (pr *problem) pairColours() (col []int, ok bool) {
 		if x.paired {
 			continue
 		}
-		for _, j := range byEnds[ends{target.Partner(x.src), target.Partner(x.dsts[0])}] {
+		for _, j := range byEnds[ends{ipu21.Partner(x.src), ipu21.Partner(x.dsts[0])}] {
 			if !taken[j] {
 				taken[j], mate[i] = true, j
 				break
@@ -81,8 +81,8 @@ func (pr *problem) pairColours() (col []int, ok bool) {
 	}
 	// Pair slots, in order of first appearance (only participating pairs
 	// get a row of konig's tables).
-	sid := make([]int32, target.Tiles) // slot+1 of a sending pair, 0: none yet
-	rid := make([]int32, target.Tiles)
+	sid := make([]int32, ipu21.Tiles) // slot+1 of a sending pair, 0: none yet
+	rid := make([]int32, ipu21.Tiles)
 	var ns, nr int32
 	es0 := make([]int32, len(edges))
 	er0 := make([]int32, len(edges))

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // The reduce-scatter phase of the compiler's siglip-mlp-f16 build on 1472
@@ -32,8 +32,8 @@ func rsPhase(rows, cols, words int) Phase {
 					continue
 				}
 				p.Transfers = append(p.Transfers, Transfer{
-					Src: target.LogicalToPhysical(cols*i + j), SrcAddr: rsSrcBase + uint32(4*words*q), Words: words,
-					Dsts: []Dest{{target.LogicalToPhysical(cols*i + q), rsDstBase + uint32(4*words*j)}}})
+					Src: ipu21.LogicalToPhysical(cols*i + j), SrcAddr: rsSrcBase + uint32(4*words*q), Words: words,
+					Dsts: []Dest{{ipu21.LogicalToPhysical(cols*i + q), rsDstBase + uint32(4*words*j)}}})
 			}
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // The placement: a greedy list scheduler over two resources per tile, the
@@ -100,7 +100,7 @@ func allDests(n int) []int {
 }
 
 func newProblem(p *Phase, parts []part) *problem {
-	pr := &problem{send: make([]int, target.Tiles), recv: make([]int, target.Tiles)}
+	pr := &problem{send: make([]int, ipu21.Tiles), recv: make([]int, ipu21.Tiles)}
 	pr.xs = make([]xfer, len(parts))
 	for i, pt := range parts {
 		t := &p.Transfers[pt.orig]
@@ -113,8 +113,8 @@ func newProblem(p *Phase, parts []part) *problem {
 		}
 		if pt.paired {
 			x.size, x.n = 8, t.Words/2
-			x.sctl = target.SendPaired
-			pr.send[target.Partner(t.Src)] += x.n
+			x.sctl = ipu21.SendPaired
+			pr.send[ipu21.Partner(t.Src)] += x.n
 			pr.paired++
 		}
 		pr.send[t.Src] += x.n
@@ -122,15 +122,15 @@ func newProblem(p *Phase, parts []part) *problem {
 			d := t.Dsts[k]
 			x.dsts = append(x.dsts, d.Tile)
 			x.daddr = append(x.daddr, d.Addr+uint32(4*pt.lo))
-			L := target.PayloadLatency + 2*target.Row(d.Tile)
+			L := ipu21.PayloadLatency + 2*ipu21.Row(d.Tile)
 			if pt.paired {
-				x.ttm = append(x.ttm, target.PairedTimeToMux(t.Src, d.Tile)-1)
+				x.ttm = append(x.ttm, ipu21.PairedTimeToMux(t.Src, d.Tile)-1)
 				x.lat = append(x.lat, L+1)
 			} else {
-				x.ttm = append(x.ttm, target.TimeToMux(t.Src, d.Tile))
+				x.ttm = append(x.ttm, ipu21.TimeToMux(t.Src, d.Tile))
 				x.lat = append(x.lat, L)
 			}
-			x.sctl |= target.SendDirection(t.Src, d.Tile)
+			x.sctl |= ipu21.SendDirection(t.Src, d.Tile)
 			pr.recv[d.Tile] += x.n
 		}
 	}
@@ -141,7 +141,7 @@ func newProblem(p *Phase, parts []part) *problem {
 		x := &pr.xs[i]
 		x.crit = pr.send[x.src]
 		if x.paired {
-			x.crit = max(x.crit, pr.send[target.Partner(x.src)])
+			x.crit = max(x.crit, pr.send[ipu21.Partner(x.src)])
 		}
 		for _, d := range x.dsts {
 			x.crit = max(x.crit, pr.recv[d])
@@ -320,8 +320,8 @@ func (pr *problem) colours() []int {
 		ord[i] = i
 	}
 	slices.SortStableFunc(ord, func(a, b int) int { return cmp.Compare(xs[b].n, xs[a].n) })
-	sendC := make([][]uint64, target.Tiles)
-	recvC := make([][]uint64, target.Tiles)
+	sendC := make([][]uint64, ipu21.Tiles)
+	recvC := make([][]uint64, ipu21.Tiles)
 	has := func(set []uint64, c int) bool { return c/64 < len(set) && set[c/64]>>(c%64)&1 != 0 }
 	put := func(set *[]uint64, c int) {
 		for len(*set) <= c/64 {
@@ -402,7 +402,7 @@ func (pr *problem) topo(ord []int) ([]int, error) {
 // one that sets the horizon) to the front of ord, keeping their order and
 // the order of the rest.
 func (pr *problem) promote(ord []int, pl *placement) ([]int, error) {
-	end := make([]int, target.Tiles)
+	end := make([]int, ipu21.Tiles)
 	for i := range pr.xs {
 		x := &pr.xs[i]
 		end[x.src] = max(end[x.src], pl.ts[i]+x.n)
@@ -410,7 +410,7 @@ func (pr *problem) promote(ord []int, pl *placement) ([]int, error) {
 			end[d] = max(end[d], pl.ts[i]+1+x.ttm[j]+x.lat[j]+x.n)
 		}
 		if x.paired {
-			p := target.Partner(x.src)
+			p := ipu21.Partner(x.src)
 			end[p] = max(end[p], pl.ts[i]+x.n)
 		}
 	}
@@ -422,7 +422,7 @@ func (pr *problem) promote(ord []int, pl *placement) ([]int, error) {
 	}
 	touches := func(i int) bool {
 		x := &pr.xs[i]
-		if x.src == worst || x.paired && target.Partner(x.src) == worst {
+		if x.src == worst || x.paired && ipu21.Partner(x.src) == worst {
 			return true
 		}
 		return slices.Contains(x.dsts, worst)
@@ -506,12 +506,12 @@ func clash(a, b run) bool {
 	for c := lo; c < hi; {
 		aa := a.addr + sa*uint32(c-a.c0)
 		ab := b.addr + sb*uint32(c-b.c0)
-		ea, eb := target.Element(aa), target.Element(ab)
+		ea, eb := ipu21.Element(aa), ipu21.Element(ab)
 		if ea == eb {
 			return true
 		}
-		_, ha, _ := target.ElementBounds(ea)
-		_, hb, _ := target.ElementBounds(eb)
+		_, ha, _ := ipu21.ElementBounds(ea)
+		_, hb, _ := ipu21.ElementBounds(eb)
 		c += int(min((ha-aa+sa-1)/sa, (hb-ab+sb-1)/sb))
 	}
 	return false
@@ -531,7 +531,7 @@ type placement struct {
 }
 
 func (pr *problem) place(order []int, guard int) *placement {
-	tiles := make([]*tileState, target.Tiles)
+	tiles := make([]*tileState, ipu21.Tiles)
 	st := func(t int) *tileState {
 		if tiles[t] == nil {
 			tiles[t] = &tileState{}
@@ -545,7 +545,7 @@ func (pr *problem) place(order []int, guard int) *placement {
 		s := st(x.src)
 		var lane *tileState // the partner's outgoing lane, borrowed by a paired send
 		if x.paired {
-			lane = st(target.Partner(x.src))
+			lane = st(ipu21.Partner(x.src))
 		}
 		pre, post := x.pad()
 		lb := 0

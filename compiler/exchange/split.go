@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // splitMulticasts returns parts with multicasts split into several sends
@@ -23,7 +23,7 @@ import (
 // send); each extra send costs events at the sender and at its partner,
 // whose lane it borrows, so both must have them to spare.
 func splitMulticasts(p *Phase, parts []part, splitPaired bool) []part {
-	send, recv := make([]int, target.Tiles), make([]int, target.Tiles)
+	send, recv := make([]int, ipu21.Tiles), make([]int, ipu21.Tiles)
 	items := func(pt *part) int {
 		if pt.paired {
 			return p.Transfers[pt.orig].Words / 2
@@ -36,7 +36,7 @@ func splitMulticasts(p *Phase, parts []part, splitPaired bool) []part {
 		n := items(pt)
 		send[t.Src] += n
 		if pt.paired {
-			send[target.Partner(t.Src)] += n
+			send[ipu21.Partner(t.Src)] += n
 		}
 		for _, k := range pt.dsts {
 			recv[t.Dsts[k].Tile] += n
@@ -88,7 +88,7 @@ func splitMulticasts(p *Phase, parts []part, splitPaired bool) []part {
 		// events to spare.
 		busy := send[t.Src]
 		if pt.paired {
-			busy = max(busy, send[target.Partner(t.Src)])
+			busy = max(busy, send[ipu21.Partner(t.Src)])
 		}
 		m := min(len(gs), 1+(bound-busy)/n)
 		if m < 2 {
@@ -96,7 +96,7 @@ func splitMulticasts(p *Phase, parts []part, splitPaired bool) []part {
 		}
 		send[t.Src] += (m - 1) * n
 		if pt.paired {
-			send[target.Partner(t.Src)] += (m - 1) * n
+			send[ipu21.Partner(t.Src)] += (m - 1) * n
 		}
 		load := func(g []int) int {
 			l := 0

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Validate re-checks a schedule from its encoded words alone, independently
@@ -39,7 +39,7 @@ import (
 //   - the writes are exactly the phase's transfers: each destination word
 //     comes from the right source word, and nothing else is written;
 //   - no memory-element clash between a send's read and an incoming write
-//     on one tile in one event (target.Element);
+//     on one tile in one event (ipu21.Element);
 //   - read/write order: on a tile, a word that is both sent and
 //     overwritten in the phase is read before it is written;
 //   - Events matches each row's length; Horizon matches, and LowerBound is
@@ -51,7 +51,7 @@ func (s *Schedule) Validate() error {
 		if i > 0 && s.Tiles[i-1].Tile >= p.Tile {
 			return fmt.Errorf("programs not in strictly increasing tile order at tile %d", p.Tile)
 		}
-		if !target.ValidPhysical(p.Tile) {
+		if !ipu21.ValidPhysical(p.Tile) {
 			return fmt.Errorf("program for tile %d: not a physical tile", p.Tile)
 		}
 		t, err := decodeRow(p, s.Guard)
@@ -125,13 +125,13 @@ func decodeRow(p *Program, guard int) (*vtile, error) {
 		// send operand (a 64-bit send's operand is half its byte address).
 		emit := func(addr uint32, sctl int, operand bool) error {
 			size := 4
-			if sctl&target.SendPaired != 0 {
+			if sctl&ipu21.SendPaired != 0 {
 				size = 8
 				if operand {
 					addr *= 2
 				}
 			}
-			if addr%uint32(size) != 0 || !target.InSRAM(addr, uint32(size*n)) {
+			if addr%uint32(size) != 0 || !ipu21.InSRAM(addr, uint32(size*n)) {
 				return fmt.Errorf("word %d: %s reads outside SRAM or misaligned", wi, isa.Format(d))
 			}
 			if sctl&3 != 0 {
@@ -158,7 +158,7 @@ func decodeRow(p *Program, guard int) (*vtile, error) {
 				return nil, fmt.Errorf("word %d: sendoff without an outgoing stream", wi)
 			}
 			delta := uint32(vals[1])
-			if vals[2]&target.SendPaired != 0 {
+			if vals[2]&ipu21.SendPaired != 0 {
 				delta *= 2 // the delta counts items, like send's address
 			}
 			if err := emit(streamNext+delta, int(vals[2]), false); err != nil {
@@ -217,7 +217,7 @@ func decodeRow(p *Program, guard int) (*vtile, error) {
 				return nil, fmt.Errorf("two %s controls at event %d (words %d and %d)", what, c.e, c.pc, t.ctrls[j].pc)
 			}
 		}
-		if c.kind < 2 && c.v >= target.Tiles && c.v != target.MuxNeutral {
+		if c.kind < 2 && c.v >= ipu21.Tiles && c.v != ipu21.MuxNeutral {
 			return nil, fmt.Errorf("word %d: XPIC value 0x%x is neither a tile nor neutral", c.pc, c.v)
 		}
 		if c.e < 1 {
@@ -249,7 +249,7 @@ func (v *validator) check() error {
 	// Paired sends borrow the partner's lane.
 	for _, id := range v.order {
 		t := v.tiles[id]
-		pt := v.tiles[target.Partner(id)]
+		pt := v.tiles[ipu21.Partner(id)]
 		if pt == nil {
 			continue
 		}
@@ -277,7 +277,7 @@ func (v *validator) check() error {
 		for _, s := range t.sends {
 			load[id] += s.n
 			if s.size == 8 {
-				load[target.Partner(id)] += s.n
+				load[ipu21.Partner(id)] += s.n
 			}
 		}
 	}
@@ -393,7 +393,7 @@ func (v *validator) check() error {
 // ordinary mux, and the pair's 64-bit source, which either tile of the
 // pair may set) and the senders' items.
 func (v *validator) resolve(d *vtile) error {
-	L := target.PayloadLatency + 2*target.Row(d.id)
+	L := ipu21.PayloadLatency + 2*ipu21.Row(d.id)
 	type arrival struct {
 		u, n  int
 		src   int
@@ -431,7 +431,7 @@ func (v *validator) resolve(d *vtile) error {
 		if paired {
 			item = "64-bit item"
 		}
-		if len(path) > 0 && path[len(path)-1].v != target.MuxNeutral {
+		if len(path) > 0 && path[len(path)-1].v != ipu21.MuxNeutral {
 			what := ""
 			if paired {
 				what = "64-bit "
@@ -439,7 +439,7 @@ func (v *validator) resolve(d *vtile) error {
 			return fmt.Errorf("the row ends with the %ssource window on tile %d open (close it with XPIC 0x640)", what, path[len(path)-1].v)
 		}
 		for i, c := range path {
-			if c.v == target.MuxNeutral {
+			if c.v == ipu21.MuxNeutral {
 				continue
 			}
 			a, b := c.e, path[i+1].e // a window [a, b)
@@ -459,9 +459,9 @@ func (v *validator) resolve(d *vtile) error {
 				if s == nil {
 					continue
 				}
-				delay := target.TimeToMux(s.id, d.id)
+				delay := ipu21.TimeToMux(s.id, d.id)
 				if paired {
-					delay = target.PairedTimeToMux(s.id, d.id) - 1
+					delay = ipu21.PairedTimeToMux(s.id, d.id) - 1
 				}
 				for _, r := range s.sends {
 					if (r.size == 8) != paired {
@@ -486,7 +486,7 @@ func (v *validator) resolve(d *vtile) error {
 					}
 					return fmt.Errorf("word %d: tile %d's %ss stop at %d and resume at %d while the window (events %d..%d) is open", c.pc, sg.s.id, item, cursor, sg.lo, a, b)
 				}
-				dir := target.SendDirection(sg.s.id, d.id)
+				dir := ipu21.SendDirection(sg.s.id, d.id)
 				if sg.r.dirs&dir == 0 {
 					return fmt.Errorf("word %d: tile %d's send at word %d goes away from this tile (direction bits %d, need %d)", c.pc, sg.s.id, sg.r.pc, sg.r.dirs, dir)
 				}
@@ -547,7 +547,7 @@ func (v *validator) resolve(d *vtile) error {
 			if pi < len(ptrs) {
 				m = min(m, ptrs[pi].e-w)
 			}
-			if ptr%uint32(a.size) != 0 || !target.InSRAM(ptr, uint32(a.size*m)) {
+			if ptr%uint32(a.size) != 0 || !ipu21.InSRAM(ptr, uint32(a.size*m)) {
 				return fmt.Errorf("write to 0x%x in cycle %d is outside SRAM or not %d-byte aligned", ptr, w, a.size)
 			}
 			if w+m-1 >= d.events {

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // UseKind says what a tile does in a Use.
@@ -61,7 +61,7 @@ func uses(pr *problem, pl *placement) []Use {
 		ts := pl.ts[i]
 		out = append(out, Use{Tile: x.src, Kind: UseSend, Start: ts, End: ts + x.n, Bytes: int(x.bytes()), Peer: -1, Transfer: x.orig})
 		if x.paired {
-			p := target.Partner(x.src)
+			p := ipu21.Partner(x.src)
 			out = append(out, Use{Tile: p, Kind: UsePartnerLane, Start: ts, End: ts + x.n, Peer: x.src, Transfer: x.orig})
 		}
 		for j, d := range x.dsts {

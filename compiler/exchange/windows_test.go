@@ -3,7 +3,7 @@ package exchange
 import (
 	"testing"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // TestWindowsPaired: the paired oracle's intervals: the sender's send and
@@ -18,13 +18,13 @@ func TestWindowsPaired(t *testing.T) {
 		t.Fatalf("%d intervals, want 4: %+v", len(ws), ws)
 	}
 	send, lane := ws[0], ws[1]
-	if target.Partner(0) < 0 {
+	if ipu21.Partner(0) < 0 {
 		send, lane = ws[1], ws[0]
 	}
 	if send.Tile != 0 || send.Kind != UseSend || send.Bytes != 512 || send.End-send.Start != 64 {
 		t.Errorf("send %+v", send)
 	}
-	if lane.Tile != target.Partner(0) || lane.Kind != UsePartnerLane || lane.Start != send.Start || lane.End != send.End || lane.Bytes != 0 {
+	if lane.Tile != ipu21.Partner(0) || lane.Kind != UsePartnerLane || lane.Start != send.Start || lane.End != send.End || lane.Bytes != 0 {
 		t.Errorf("partner lane %+v (send %+v)", lane, send)
 	}
 	end := 0

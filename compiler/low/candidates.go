@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/ipustack/ipustack/compiler/cost"
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // DefaultFinalists is how many candidates the driver reranks by default.
@@ -80,8 +80,8 @@ func (pl *Plan) Choice() Choice {
 // plan Lower builds. opts.Only keeps just the candidate it names.
 func Candidates(p *Problem, opts Options, n int) ([]Candidate, error) {
 	T := opts.Tiles
-	if T < 1 || T > target.Tiles {
-		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
+	if T < 1 || T > ipu21.Tiles {
+		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, ipu21.Tiles)
 	}
 	var cands []Candidate
 	var err error
@@ -200,9 +200,9 @@ func (pl *Plan) PhaseRuns() []int {
 // model's fixed allowance.
 func (pl *Plan) PhaseOverheadCycles() int {
 	if pl.Problem.Kind == KindMLP || pl.Mid != nil {
-		return target.GlobalSyncCycles + phaseCycles
+		return ipu21.GlobalSyncCycles + phaseCycles
 	}
-	return target.GlobalSyncCycles + 1 + 44
+	return ipu21.GlobalSyncCycles + 1 + 44
 }
 
 // Costed returns the estimate with the modelled exchange replaced by the
@@ -250,7 +250,7 @@ func (pl *Plan) PhaseLowerBounds() []int {
 			}
 			pairable := false
 			for _, d := range t.Dsts {
-				p, ok := partnerOf[target.Partner(pl.Programs[d.Tile].Physical)]
+				p, ok := partnerOf[ipu21.Partner(pl.Programs[d.Tile].Physical)]
 				if ok && dst[p] {
 					pairable = true
 					recv[d.Tile] += t.Words / 2

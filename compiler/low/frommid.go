@@ -40,9 +40,9 @@ import (
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // cell is a grid position of one GEMM.
@@ -92,8 +92,8 @@ func outLoc(g *mid.GemmPlan, o int, c cell) (loc, bool) {
 // do not fit (opts.Fits).
 func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	T := opts.Tiles
-	if T < 1 || T > target.Tiles {
-		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
+	if T < 1 || T > ipu21.Tiles {
+		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, ipu21.Tiles)
 	}
 	if mp.Tiles > T {
 		return nil, fmt.Errorf("the mid plan uses %d tiles, %d available", mp.Tiles, T)
@@ -547,7 +547,7 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 // compiler/cost plus the supervisor's call overhead, each phase the
 // endpoint bound of its busiest tile plus the phase overhead.
 func (pl *Plan) midEstimate() Estimate {
-	tg := target.IPU21()
+	tg := ipu21.IPU21()
 	var e Estimate
 	// Per tile, the ops of the timed part split at exchanges.
 	type part struct{ gemm, elem, reduce, copy int }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // checkRefs checks that every reference of a plan names a buffer of its
@@ -103,7 +103,7 @@ func TestFromMid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := mid.Search(g, target.IPU21(), mid.Options{Tiles: c.tiles, Finalists: 3})
+			res, err := mid.Search(g, ipu21.IPU21(), mid.Options{Tiles: c.tiles, Finalists: 3})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,14 +5,14 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // SlotSize is the host slot of one tile per phase: the host write window
 // [0x50000, 0x54000).
-const SlotSize = target.HostWriteEnd - target.HostApertureBase
+const SlotSize = ipu21.HostWriteEnd - ipu21.HostApertureBase
 
 // Buffer is one named range of a tile's memory, placed by compiler/place.
 type Buffer struct {
@@ -302,7 +302,7 @@ func exchangeCycles(words int) int {
 	if words == 0 {
 		return 0
 	}
-	return words + target.GlobalSyncCycles + 1 + target.MaxTimeToMux + target.PayloadLatency + 44
+	return words + ipu21.GlobalSyncCycles + 1 + ipu21.MaxTimeToMux + ipu21.PayloadLatency + 44
 }
 
 // newGrid builds the grid for R x C.
@@ -371,8 +371,8 @@ func estimate(g *Grid, conservative bool) Estimate {
 // Lower chooses the grid and builds every tile's work list.
 func Lower(p *Problem, opts Options) (*Plan, error) {
 	T := opts.Tiles
-	if T < 1 || T > target.Tiles {
-		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, target.Tiles)
+	if T < 1 || T > ipu21.Tiles {
+		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, ipu21.Tiles)
 	}
 	cands, err := Candidates(p, opts, 1)
 	if err != nil {
@@ -529,7 +529,7 @@ func (pl *Plan) build() {
 func (pl *Plan) initPrograms() {
 	pl.Programs = make([]TileProgram, pl.Tiles)
 	for l := range pl.Programs {
-		pl.Programs[l] = TileProgram{Logical: l, Physical: target.LogicalToPhysical(l), Row: -1, Col: -1}
+		pl.Programs[l] = TileProgram{Logical: l, Physical: ipu21.LogicalToPhysical(l), Row: -1, Col: -1}
 	}
 }
 

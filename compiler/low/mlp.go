@@ -60,9 +60,9 @@ import (
 	"fmt"
 
 	"github.com/ipustack/ipustack/compiler/cost"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // ChunkRows is the (padded) row count of each of row block i's Q chunks.
@@ -197,7 +197,7 @@ const callCycles, phaseCycles = 30, 60
 // kernel and exchange models (every step is a BSP superstep, so the
 // largest tile shares are charged).
 func mlpEstimate(p *Problem, g *Grid, precise, conservative bool) Estimate {
-	tg := target.IPU21()
+	tg := ipu21.IPU21()
 	rc, w := ceilDiv(g.maxRows(), g.Q), g.maxCols()
 	n := 0
 	for j := 0; j < g.C; j++ {
@@ -263,8 +263,8 @@ func addBiasCycles(rows, r int) int {
 }
 
 // CodeBytes is the tile code area (the runtime and its kernels), which
-// compiler/place puts in [target.EntrySlot, target.HostApertureBase).
-const CodeBytes = target.HostApertureBase - target.EntrySlot
+// compiler/place puts in [ipu21.EntrySlot, ipu21.HostApertureBase).
+const CodeBytes = ipu21.HostApertureBase - ipu21.EntrySlot
 
 // mlpCodeBytes estimates the largest tile image of a candidate: the
 // generated supervisor program (SupervisorInstructions) and the kernels,

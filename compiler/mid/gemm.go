@@ -5,8 +5,8 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // layout is a product-structured holder layout: cell (ri, ci) of the row
@@ -121,7 +121,7 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 // models memoises kernel cycle models for one search (a cache only: never
 // iterated).
 type models struct {
-	t    *target.Target
+	t    *ipu21.Target
 	memo map[[4]int]int64
 	// conservative: cost the GEMM kernel kernels.GemmF16For(true) picks.
 	conservative bool
@@ -426,7 +426,7 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(
 	}
 }
 
-func addExchange(t *target.Target, e *opEval, name string, send, recv []int, tr []Transfer) {
+func addExchange(t *ipu21.Target, e *opEval, name string, send, recv []int, tr []Transfer) {
 	ms, mr := 0, 0
 	for i := range send {
 		ms, mr = max(ms, send[i]), max(mr, recv[i])

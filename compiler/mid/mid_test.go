@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/graph"
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 func search(t testing.TB, g *graph.Graph, opt Options) *Result {
 	t.Helper()
-	res, err := Search(g, target.IPU21(), opt)
+	res, err := Search(g, ipu21.IPU21(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSiglipMLP(t *testing.T) {
 	}
 	var log []string
 	res := search(t, g, Options{Logf: func(f string, a ...any) { log = append(log, f) }})
-	checkResult(t, res, target.Tiles)
+	checkResult(t, res, ipu21.Tiles)
 	if len(res.Finalists) != 8 {
 		t.Errorf("%d finalists, want the default 8", len(res.Finalists))
 	}
@@ -81,7 +81,7 @@ func TestGemmPreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := search(t, g, Options{})
-	checkResult(t, res, target.Tiles)
+	checkResult(t, res, ipu21.Tiles)
 	t.Logf("best gemm plan:\n%s", res.Finalists[0].Summary())
 }
 
@@ -96,7 +96,7 @@ func TestFewerTiles(t *testing.T) {
 	// 64 tiles: the weights alone (19.8 MB) take 310 KB of every tile and
 	// one pass over 729 rows needs more than the rest: the planner (one
 	// kernel call per tile and operation) reports it cannot fit.
-	if _, err := Search(g, target.IPU21(), Options{Tiles: 64}); err == nil || !strings.Contains(err.Error(), "fit") {
+	if _, err := Search(g, ipu21.IPU21(), Options{Tiles: 64}); err == nil || !strings.Contains(err.Error(), "fit") {
 		t.Errorf("siglip on 64 tiles: err = %v", err)
 	}
 	small, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 256, Hidden: 1024, Blocks: 1}, 1, graph.GeluTanh)
@@ -124,7 +124,7 @@ func TestOddShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResult(t, search(t, gm, Options{}), target.Tiles)
+	checkResult(t, search(t, gm, Options{}), ipu21.Tiles)
 	two, err := graph.MLPGraph(graph.MLPConfig{Batch: 2, Tokens: 61, Dim: 96, Hidden: 200, Blocks: 2}, 3, graph.GeluTanh)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestBiases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Search(g, target.IPU21(), Options{Tiles: 64, Finalists: 3})
+	res, err := Search(g, ipu21.IPU21(), Options{Tiles: 64, Finalists: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestUnsupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Search(g, target.IPU21(), Options{}); err == nil || !strings.Contains(err.Error(), "tanh") {
+	if _, err := Search(g, ipu21.IPU21(), Options{}); err == nil || !strings.Contains(err.Error(), "tanh") {
 		t.Errorf("erf GELU: err = %v", err)
 	}
 }
@@ -253,7 +253,7 @@ func BenchmarkSearchSiglipMLP(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		if _, err := Search(g, target.IPU21(), Options{}); err != nil {
+		if _, err := Search(g, ipu21.IPU21(), Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -266,7 +266,7 @@ func TestRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Search(g, target.IPU21(), Options{Tiles: 64, Finalists: 3})
+	res, err := Search(g, ipu21.IPU21(), Options{Tiles: 64, Finalists: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestRebuild(t *testing.T) {
 		for _, gp := range p.Gemms {
 			grids = append(grids, [3]int{gp.Rows.Count, gp.Cols.Count, gp.Inner.Count})
 		}
-		q, err := Rebuild(g, target.IPU21(), 64, grids)
+		q, err := Rebuild(g, ipu21.IPU21(), 64, grids)
 		if err != nil {
 			t.Fatalf("finalist %d: %v", i, err)
 		}
@@ -289,7 +289,7 @@ func TestRebuild(t *testing.T) {
 		{{0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},    // no row block
 		{{8, 8, 8}, {8, 8, 8}, {8, 8, 8}, {8, 8, 8}},    // more cells than tiles
 	} {
-		if _, err := Rebuild(g, target.IPU21(), 64, bad); err == nil {
+		if _, err := Rebuild(g, ipu21.IPU21(), 64, bad); err == nil {
 			t.Errorf("grids %v: no error", bad)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // WeightPlacement says where a GEMM's right operand (a Parameter) lives.
@@ -176,7 +176,7 @@ type Stage struct {
 // Plan is one complete costed plan of a graph: the input of lowering.
 type Plan struct {
 	Graph  *graph.Graph
-	Target *target.Target
+	Target *ipu21.Target
 	Tiles  int // tiles available to the plan
 	Gemms  []*GemmPlan
 	// Formats holds the distributed format of every value that exists in

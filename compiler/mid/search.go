@@ -7,8 +7,8 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Options tune the search. Zero values take the defaults.
@@ -26,7 +26,7 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-func (o *Options) defaults(t *target.Target) {
+func (o *Options) defaults(t *ipu21.Target) {
 	if o.Tiles <= 0 || o.Tiles > t.Tiles {
 		o.Tiles = t.Tiles
 	}
@@ -346,7 +346,7 @@ func pareto(states []*state, width int) []*state {
 // Search plans graph g on target t: candidate plans per GEMM, a beam over
 // the GEMM chain with Pareto retention (cycles, peak bytes per tile), memory
 // as a hard constraint, and the best finalists materialised into Plans.
-func Search(g *graph.Graph, t *target.Target, opt Options) (*Result, error) {
+func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	opt.defaults(t)
 	ops, err := chain(g)
 	if err != nil {
@@ -421,7 +421,7 @@ func gridSummary(p *Plan) string {
 
 // materialize rebuilds a beam state with every transfer and call, the
 // formats of every value, and the totals.
-func materialize(g *graph.Graph, t *target.Target, m *models, tiles int, s *state) *Plan {
+func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state) *Plan {
 	p := &Plan{Graph: g, Target: t, Tiles: tiles, Gemms: s.gemms, Formats: make([]*Format, len(g.Nodes())),
 		Flops: g.GemmFlops(), SearchCycles: s.cycles, PeakBytes: s.peak, WeightBytes: s.weightPeak()}
 	var src *layout
@@ -505,7 +505,7 @@ func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format 
 // do not match the graph's GEMMs or a grid is not one the search could
 // have produced (a tiling with fewer non-empty blocks than asked, too many
 // tiles, kernel limits).
-func Rebuild(g *graph.Graph, t *target.Target, tiles int, grids [][3]int) (*Plan, error) {
+func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int) (*Plan, error) {
 	opt := Options{Tiles: tiles}
 	opt.defaults(t)
 	ops, err := chain(g)

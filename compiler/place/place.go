@@ -24,27 +24,27 @@ import (
 	"strings"
 
 	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Fixed parts of the map.
 const (
-	CodeBase  = target.EntrySlot
-	CodeLimit = target.HostApertureBase
-	RowBase   = target.HostWriteEnd
-	RowLimit  = target.HostApertureEnd
+	CodeBase  = ipu21.EntrySlot
+	CodeLimit = ipu21.HostApertureBase
+	RowBase   = ipu21.HostWriteEnd
+	RowLimit  = ipu21.HostApertureEnd
 	// RowTable holds one word per exchange phase: the address of the
 	// tile's row (in the runtime header's reserved words).
-	RowTable = target.RuntimeStateBase + 0xC
+	RowTable = ipu21.RuntimeStateBase + 0xC
 	// LoopState holds the iteration index of each nesting level of the
 	// runtime's loops (low.OpLoop): the last low.MaxLoopDepth words of
 	// the header, kept in memory because kernels clobber the registers.
-	LoopState    = target.RuntimeStateBase + target.RuntimeHeaderSize - 4*low.MaxLoopDepth
+	LoopState    = ipu21.RuntimeStateBase + ipu21.RuntimeHeaderSize - 4*low.MaxLoopDepth
 	MaxRowPhases = (LoopState - RowTable) / 4
-	DataBase     = (target.RuntimeStateEnd + 63) &^ 63
-	Region0End   = target.Region1Base
-	Region1End   = target.LoadLimit &^ 31
+	DataBase     = (ipu21.RuntimeStateEnd + 63) &^ 63
+	Region0End   = ipu21.Region1Base
+	Region1End   = ipu21.LoadLimit &^ 31
 )
 
 type interval struct{ lo, hi uint32 }
@@ -52,7 +52,7 @@ type interval struct{ lo, hi uint32 }
 // Place returns each buffer's address. Buffers whose lifetimes do not
 // overlap (low.Buffer.Live) may share addresses.
 func Place(bufs []low.Buffer) (map[string]uint32, error) {
-	regionSpan := [2]interval{{DataBase, Region0End}, {target.Region1Base, Region1End}}
+	regionSpan := [2]interval{{DataBase, Region0End}, {ipu21.Region1Base, Region1End}}
 	addr := map[string]uint32{}
 	type placed struct {
 		interval
@@ -83,9 +83,9 @@ func Place(bufs []low.Buffer) (map[string]uint32, error) {
 		ok := false
 		for _, r := range regions {
 			align := uint32(max(b.Align, 8))
-			elem := uint32(target.ElementBytes)
+			elem := uint32(ipu21.ElementBytes)
 			if r == 1 {
-				elem = target.InterleavedElementBytes
+				elem = ipu21.InterleavedElementBytes
 			}
 			size := uint32(b.Bytes)
 			if len(b.Apart) > 0 {
@@ -143,7 +143,7 @@ func fitError(bufs []low.Buffer, b *low.Buffer) error {
 			inter += bb.Bytes
 		}
 	}
-	r0, r1 := int(Region0End-DataBase), int(Region1End-target.Region1Base)
+	r0, r1 := int(Region0End-DataBase), int(Region1End-ipu21.Region1Base)
 	big := make([]low.Buffer, len(bufs))
 	copy(big, bufs)
 	sort.SliceStable(big, func(i, j int) bool { return big[i].Bytes > big[j].Bytes })
@@ -165,8 +165,8 @@ func bufBytes(bufs []low.Buffer, name string) int {
 }
 
 func overlapElements(a, an, b, bn uint32) bool {
-	for x := target.Element(a); x <= target.Element(a+an-1); x++ {
-		for y := target.Element(b); y <= target.Element(b+bn-1); y++ {
+	for x := ipu21.Element(a); x <= ipu21.Element(a+an-1); x++ {
+		for y := ipu21.Element(b); y <= ipu21.Element(b+bn-1); y++ {
 			if x == y {
 				return true
 			}

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 func TestPlaceRules(t *testing.T) {
@@ -20,7 +20,7 @@ func TestPlaceRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !target.Interleaved(a["w"]) {
+	if !ipu21.Interleaved(a["w"]) {
 		t.Errorf("w at %#x is not in region 1", a["w"])
 	}
 	for _, b := range bufs {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/config"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Name is the backend's registry name.
@@ -65,7 +65,7 @@ type Device struct {
 
 // Info describes the card.
 func (d *Device) Info() device.Info {
-	return device.Info{Name: Name, Path: d.node, Target: "ipu21", Tiles: target.Tiles, ClockHz: target.ClockHz}
+	return device.Info{Name: Name, Path: d.node, Target: "ipu21", Tiles: ipu21.Tiles, ClockHz: ipu21.ClockHz}
 }
 
 // Open opens the device node, maps the configuration window and attaches
@@ -177,19 +177,19 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 		return fmt.Errorf("c600 %s: load: the package has no tiles", d.node)
 	}
 	// Build (and so check) every batch before touching the card: tiles in
-	// physical-id order, target.LoaderBatchTiles a batch.
+	// physical-id order, ipu21.LoaderBatchTiles a batch.
 	tiles := make([]*ipuexe.Tile, len(pkg.Tiles))
 	for i := range pkg.Tiles {
 		tiles[i] = &pkg.Tiles[i]
 	}
 	slices.SortFunc(tiles, func(a, b *ipuexe.Tile) int { return cmp.Compare(a.Physical, b.Physical) })
 	buf := make([]byte, transportBytes)
-	for first := 0; first < len(tiles); first += target.LoaderBatchTiles {
-		if err := fillBatch(buf, tiles[first:min(first+target.LoaderBatchTiles, len(tiles))]); err != nil {
-			return fmt.Errorf("c600 %s: load: batch %d: %w", d.node, first/target.LoaderBatchTiles, err)
+	for first := 0; first < len(tiles); first += ipu21.LoaderBatchTiles {
+		if err := fillBatch(buf, tiles[first:min(first+ipu21.LoaderBatchTiles, len(tiles))]); err != nil {
+			return fmt.Errorf("c600 %s: load: batch %d: %w", d.node, first/ipu21.LoaderBatchTiles, err)
 		}
 	}
-	if err := installBootloader(d.c, b, target.Tiles); err != nil {
+	if err := installBootloader(d.c, b, ipu21.Tiles); err != nil {
 		return fmt.Errorf("c600 %s: load: installing the bootloader: %w", d.node, err)
 	}
 	return fmt.Errorf("c600 %s: load: tile frames: %w", d.node, errNotBuilt)

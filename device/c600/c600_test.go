@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/device/config"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // fakeCard records what the driver does and answers like a card whose
@@ -96,7 +96,7 @@ func TestNotBuiltSteps(t *testing.T) {
 	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "no tiles") || len(a.log) != 0 {
 		t.Fatalf("load of no package: %v (%d writes)", err, len(a.log))
 	}
-	pkg := &ipuexe.Package{Tiles: []ipuexe.Tile{{Physical: 3, Entry: target.EntrySlot, Segments: []ipuexe.Segment{{Address: target.EntrySlot, MemSize: 8, Data: make([]byte, 8)}}}}}
+	pkg := &ipuexe.Package{Tiles: []ipuexe.Tile{{Physical: 3, Entry: ipu21.EntrySlot, Segments: []ipuexe.Segment{{Address: ipu21.EntrySlot, MemSize: 8, Data: make([]byte, 8)}}}}}
 	if err := d.Load(context.Background(), pkg, nil); err == nil || !strings.Contains(err.Error(), "tile frames: not built") || len(a.log) != 1+256+4 {
 		t.Fatalf("load: %v (%d writes)", err, len(a.log))
 	}

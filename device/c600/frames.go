@@ -4,14 +4,14 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Tile frames (IPU21.md, "Load"): a frame is 1 KiB, a 16-byte header
 // {index, physical tile, flags, 0}, 992 payload bytes and 16 bytes of 0xFF;
 // the last frame's flags are lastFrameFlag. An image starts at
-// target.EntrySlot, is padded to at least minImage bytes and takes at most
+// ipu21.EntrySlot, is padded to at least minImage bytes and takes at most
 // maxFrames frames. The first descriptorBytes of a batch hold one
 // descriptor {u32 offset, u32 frame count} per slot.
 const (
@@ -26,27 +26,27 @@ const (
 	transportBytes  = 0x2842000
 )
 
-// tileImage is tile tl's bytes from target.EntrySlot to the end of its
+// tileImage is tile tl's bytes from ipu21.EntrySlot to the end of its
 // last segment (zero-fill included, gaps zero), padded to minImage.
 func tileImage(tl *ipuexe.Tile) ([]byte, error) {
-	if tl.Entry != target.EntrySlot {
-		return nil, fmt.Errorf("tile %d: entry point %#x; the SDK bootloader starts a tile at its launch slot %#x", tl.Physical, tl.Entry, target.EntrySlot)
+	if tl.Entry != ipu21.EntrySlot {
+		return nil, fmt.Errorf("tile %d: entry point %#x; the SDK bootloader starts a tile at its launch slot %#x", tl.Physical, tl.Entry, ipu21.EntrySlot)
 	}
-	end := uint64(target.EntrySlot)
+	end := uint64(ipu21.EntrySlot)
 	for i, s := range tl.Segments {
-		if s.Address < target.EntrySlot {
-			return nil, fmt.Errorf("tile %d segment %d at %#x: the bootloader places images from %#x", tl.Physical, i, s.Address, target.EntrySlot)
+		if s.Address < ipu21.EntrySlot {
+			return nil, fmt.Errorf("tile %d segment %d at %#x: the bootloader places images from %#x", tl.Physical, i, s.Address, ipu21.EntrySlot)
 		}
 		end = max(end, s.End())
 	}
-	n := max(end-target.EntrySlot, minImage)
+	n := max(end-ipu21.EntrySlot, minImage)
 	if frames := (n + framePayload - 1) / framePayload; frames > maxFrames {
 		return nil, fmt.Errorf("tile %d: its image ends at %#x and needs %d frames; the SDK bootloader accepts at most %d (images must end by %#x)",
-			tl.Physical, end, frames, maxFrames, target.EntrySlot+maxFrames*framePayload)
+			tl.Physical, end, frames, maxFrames, ipu21.EntrySlot+maxFrames*framePayload)
 	}
 	img := make([]byte, n)
 	for _, s := range tl.Segments {
-		copy(img[s.Address-target.EntrySlot:], s.Data)
+		copy(img[s.Address-ipu21.EntrySlot:], s.Data)
 	}
 	return img, nil
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 func TestFrames(t *testing.T) {
@@ -35,17 +35,17 @@ func seg(addr, mem uint32, data []byte) ipuexe.Segment {
 }
 
 func TestTileImageAndBatch(t *testing.T) {
-	tl := &ipuexe.Tile{Physical: 5, Entry: target.EntrySlot, Segments: []ipuexe.Segment{
-		seg(target.EntrySlot, 4, []byte{1, 2, 3, 4}), seg(0x58000, 8, []byte{9, 9, 9, 9}),
+	tl := &ipuexe.Tile{Physical: 5, Entry: ipu21.EntrySlot, Segments: []ipuexe.Segment{
+		seg(ipu21.EntrySlot, 4, []byte{1, 2, 3, 4}), seg(0x58000, 8, []byte{9, 9, 9, 9}),
 	}}
 	img, err := tileImage(tl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(img) != 0x58008-target.EntrySlot || img[0] != 1 || img[0x58000-target.EntrySlot] != 9 || img[len(img)-1] != 0 {
+	if len(img) != 0x58008-ipu21.EntrySlot || img[0] != 1 || img[0x58000-ipu21.EntrySlot] != 9 || img[len(img)-1] != 0 {
 		t.Fatalf("image %d bytes", len(img))
 	}
-	small := &ipuexe.Tile{Physical: 7, Entry: target.EntrySlot, Segments: []ipuexe.Segment{seg(target.EntrySlot, 4, []byte{1, 2, 3, 4})}}
+	small := &ipuexe.Tile{Physical: 7, Entry: ipu21.EntrySlot, Segments: []ipuexe.Segment{seg(ipu21.EntrySlot, 4, []byte{1, 2, 3, 4})}}
 	if img, _ := tileImage(small); len(img) != minImage {
 		t.Fatalf("small image %d bytes, want the %#x minimum", len(img), minImage)
 	}
@@ -54,7 +54,7 @@ func TestTileImageAndBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	n0 := (0x58008 - target.EntrySlot + framePayload - 1) / framePayload
+	n0 := (0x58008 - ipu21.EntrySlot + framePayload - 1) / framePayload
 	if le.Uint32(buf[0:]) != descriptorBytes || le.Uint32(buf[4:]) != uint32(n0) ||
 		le.Uint32(buf[8:]) != uint32(descriptorBytes+n0*frameBytes) || le.Uint32(buf[12:]) != (minImage+framePayload-1)/framePayload {
 		t.Fatalf("descriptors %x", buf[:16])
@@ -67,9 +67,9 @@ func TestTileImageAndBatch(t *testing.T) {
 		want string
 	}{
 		{ipuexe.Tile{Physical: 1, Entry: 0x4C100, Segments: tl.Segments}, "entry point 0x4c100"},
-		{ipuexe.Tile{Physical: 2, Entry: target.EntrySlot, Segments: []ipuexe.Segment{seg(0x4C000, 4, nil)}}, "at 0x4c000: the bootloader places images from 0x4c010"},
+		{ipuexe.Tile{Physical: 2, Entry: ipu21.EntrySlot, Segments: []ipuexe.Segment{seg(0x4C000, 4, nil)}}, "at 0x4c000: the bootloader places images from 0x4c010"},
 		// Zero-fill to the end of SRAM needs 645 frames (638960 bytes / 992).
-		{ipuexe.Tile{Physical: 3, Entry: target.EntrySlot, Segments: []ipuexe.Segment{seg(target.EntrySlot, target.SRAMEnd-target.EntrySlot, nil)}}, "needs 645 frames; the SDK bootloader accepts at most 643 (images must end by 0xe7bb0)"},
+		{ipuexe.Tile{Physical: 3, Entry: ipu21.EntrySlot, Segments: []ipuexe.Segment{seg(ipu21.EntrySlot, ipu21.SRAMEnd-ipu21.EntrySlot, nil)}}, "needs 645 frames; the SDK bootloader accepts at most 643 (images must end by 0xe7bb0)"},
 	} {
 		if _, err := tileImage(&c.tl); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("tile %d: %v, want %q", c.tl.Physical, err, c.want)

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // Register groups and registers the reference capture lets us name.
@@ -17,7 +17,7 @@ const (
 	// TileDebugStride is the size of one tile's debug register block.
 	TileDebugStride = 0x40
 	// TileDebugEnd is the first offset past the last tile's block.
-	TileDebugEnd = TileDebugBase + target.Tiles*TileDebugStride
+	TileDebugEnd = TileDebugBase + ipu21.Tiles*TileDebugStride
 
 	// RegDBGRBRK is the offset of DBG_RBRK inside a tile's debug block.
 	RegDBGRBRK = 0x4

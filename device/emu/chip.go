@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Chip is the whole-chip device: tiles of the one-tile core, the global
@@ -24,14 +24,14 @@ import (
 //
 // Rules: docs/machine.md, "The chip: syncs and exchange".
 type Chip struct {
-	tiles  []*Tile             // in physical-id order
-	index  [target.Tiles]int32 // physical id -> index+1 (0: not on this chip)
-	active []bool              // started: takes part in syncs
-	stop   []Result            // each tile's latest stop
-	order  []int               // scratch: tile indices to run
+	tiles  []*Tile            // in physical-id order
+	index  [ipu21.Tiles]int32 // physical id -> index+1 (0: not on this chip)
+	active []bool             // started: takes part in syncs
+	stop   []Result           // each tile's latest stop
+	order  []int              // scratch: tile indices to run
 
 	// SyncCycles is what a global sync costs: every tile resumes at the
-	// latest arrival plus SyncCycles. Default target.GlobalSyncCycles.
+	// latest arrival plus SyncCycles. Default ipu21.GlobalSyncCycles.
 	SyncCycles uint64
 	// DeadlockCycles: a tile still running this many cycles after the
 	// last arrival at a sync that others wait on is reported as a
@@ -100,17 +100,17 @@ type ChipResult struct {
 // empty). Tile ids must be distinct physical ids.
 func NewChip(ids ...int) (*Chip, error) {
 	if len(ids) == 0 {
-		ids = make([]int, target.Tiles)
+		ids = make([]int, ipu21.Tiles)
 		for i := range ids {
 			ids[i] = i
 		}
 	}
 	ids = append([]int(nil), ids...)
 	sort.Ints(ids)
-	c := &Chip{SyncCycles: target.GlobalSyncCycles, DeadlockCycles: 1 << 27, Slice: 1 << 20}
+	c := &Chip{SyncCycles: ipu21.GlobalSyncCycles, DeadlockCycles: 1 << 27, Slice: 1 << 20}
 	for i, id := range ids {
-		if !target.ValidPhysical(id) {
-			return nil, fmt.Errorf("chip: %d is not a physical tile id (0..%d)", id, target.Tiles-1)
+		if !ipu21.ValidPhysical(id) {
+			return nil, fmt.Errorf("chip: %d is not a physical tile id (0..%d)", id, ipu21.Tiles-1)
 		}
 		if c.index[id] != 0 {
 			return nil, fmt.Errorf("chip: tile %d listed twice", id)
@@ -133,7 +133,7 @@ func (c *Chip) Tiles() []*Tile { return c.tiles }
 func (c *Chip) Tile(id int) *Tile { return c.tile(id) }
 
 func (c *Chip) tile(id int) *Tile {
-	if id < 0 || id >= target.Tiles || c.index[id] == 0 {
+	if id < 0 || id >= ipu21.Tiles || c.index[id] == 0 {
 		return nil
 	}
 	return c.tiles[c.index[id]-1]
@@ -143,7 +143,7 @@ func (c *Chip) tile(id int) *Tile {
 // take part in every chip-wide sync; tiles never started are not waited
 // for.
 func (c *Chip) Start(id int, pc uint32) error {
-	if id < 0 || id >= target.Tiles || c.index[id] == 0 {
+	if id < 0 || id >= ipu21.Tiles || c.index[id] == 0 {
 		return fmt.Errorf("chip: no tile %d", id)
 	}
 	i := int(c.index[id]) - 1
@@ -251,7 +251,7 @@ func (c *Chip) Run(maxCycles uint64) (ChipResult, error) {
 			switch r := c.stop[i]; {
 			case r.Reason == StopExchange:
 				c.order = append(c.order, i)
-			case r.Reason == StopSync && r.Zone == int(target.SyncRecv) && t.Sup.CSR[csrIncomingDCount] == 0:
+			case r.Reason == StopSync && r.Zone == int(ipu21.SyncRecv) && t.Sup.CSR[csrIncomingDCount] == 0:
 				t.SetCycle(max(t.cycle, t.x.lastW))
 				t.ReleaseSync()
 				c.order = append(c.order, i)
@@ -271,7 +271,7 @@ func (c *Chip) Run(maxCycles uint64) (ChipResult, error) {
 				idle++
 			case StopSync:
 				waiting++
-				recv = recv || r.Zone == int(target.SyncRecv)
+				recv = recv || r.Zone == int(ipu21.SyncRecv)
 				if zone < 0 {
 					zone = r.Zone
 				} else if zone != r.Zone {
@@ -400,7 +400,7 @@ func (c *Chip) firstFault() *Fault {
 func (c *Chip) resolve() {
 	any := false
 	for _, t := range c.tiles {
-		if len(t.x.sends) > 0 || len(t.x.ctrls) > 0 || t.x.rx.mux.src < target.Tiles || t.x.rx.pair.src < target.Tiles {
+		if len(t.x.sends) > 0 || len(t.x.ctrls) > 0 || t.x.rx.mux.src < ipu21.Tiles || t.x.rx.pair.src < ipu21.Tiles {
 			any = true
 			break
 		}
@@ -488,7 +488,7 @@ func (c *Chip) deadlock(reason string) *DeadlockError {
 	e := &DeadlockError{Cycle: c.Cycle(), Reason: reason}
 	count := map[int]int{}
 	for i := range c.tiles {
-		if c.active[i] && c.stop[i].Reason == StopSync && c.stop[i].Zone != int(target.SyncRecv) {
+		if c.active[i] && c.stop[i].Reason == StopSync && c.stop[i].Zone != int(ipu21.SyncRecv) {
 			count[c.stop[i].Zone]++
 		}
 	}
@@ -505,7 +505,7 @@ func (c *Chip) deadlock(reason string) *DeadlockError {
 		s := c.where(t, c.stop[i])
 		e.Tiles = append(e.Tiles, s)
 		r := c.stop[i]
-		if r.Reason != StopSync || r.Zone != common || r.Zone == int(target.SyncRecv) {
+		if r.Reason != StopSync || r.Zone != common || r.Zone == int(ipu21.SyncRecv) {
 			e.Culprits = append(e.Culprits, s)
 		}
 	}
@@ -518,7 +518,7 @@ func (c *Chip) where(t *Tile, r Result) TileState {
 	case StopSync:
 		s.PC = t.Sup.PC - 4
 		s.State = fmt.Sprintf("waiting at sync %d (arrived cycle %d)", r.Zone, r.Cycle)
-		if r.Zone == int(target.SyncRecv) {
+		if r.Zone == int(ipu21.SyncRecv) {
 			s.State += fmt.Sprintf(", INCOMING_DCOUNT %d", t.Sup.CSR[csrIncomingDCount])
 		}
 	case StopIdle:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // Chip tests: the oracle of reference/IPU21.md, hand-made rows for each
@@ -84,7 +84,7 @@ func readWords(t testing.TB, tl *Tile, addr uint32, n int) []uint32 {
 // TestOracle: reference/IPU21.md — physical tile 0 sends 3 words to
 // physical tile 53 (logical 1286) with the published rows.
 func TestOracle(t *testing.T) {
-	if target.PhysicalToLogical(53) != 1286 || target.TimeToMux(0, 53) != -23 {
+	if ipu21.PhysicalToLogical(53) != 1286 || ipu21.TimeToMux(0, 53) != -23 {
 		t.Fatal("topology disagrees with the oracle")
 	}
 	c := newChip(t, 0, 53)
@@ -109,10 +109,10 @@ func TestOracle(t *testing.T) {
 	// resume at 1 + 600. The sender's delay is 135 events, so its send
 	// issues at timeline 135; the window opens at 135 + ttm + 1 = 113 and
 	// the first word lands at 113 + 52 + 2*row(53) = 165.
-	const resume = 1 + target.GlobalSyncCycles
+	const resume = 1 + ipu21.GlobalSyncCycles
 	ts := 135
-	tx := target.ReceiveWindowStart(ts, 0, 53)
-	first := target.FirstPayloadWrite(tx, 53)
+	tx := ipu21.ReceiveWindowStart(ts, 0, 53)
+	first := ipu21.FirstPayloadWrite(tx, 53)
 	if tx != 113 || first != 165 {
 		t.Fatalf("timing rules give T_x %d, first write %d; want 113, 165", tx, first)
 	}
@@ -132,29 +132,29 @@ func TestOracle(t *testing.T) {
 }
 
 // sctlTo returns the send control for a point-to-point send.
-func sctlTo(s, d int) int64 { return int64(target.SendDirection(s, d)) }
+func sctlTo(s, d int) int64 { return int64(ipu21.SendDirection(s, d)) }
 
 // p2p returns the sender and receiver programs of an ordinary transfer of
 // n words (1 <= n <= 64 + 4096) from s (address src) to d (address dst),
 // with the ipu-stack point-to-point shapes: the sender waits
 // 111 - ttm, the receiver opens its window at event 112.
 func p2p(s, d int, n int, src, dst uint32) (sender, receiver []in) {
-	ttm := target.TimeToMux(s, d)
-	sender = []in{I("sync", 3), I("delay", int64(target.SendDelayBase-ttm))}
+	ttm := ipu21.TimeToMux(s, d)
+	sender = []in{I("sync", 3), I("delay", int64(ipu21.SendDelayBase-ttm))}
 	first := min(n, 64)
 	sender = append(sender, I("send", int64(first), int64(src), sctlTo(s, d)))
 	if n > 64 {
 		sender = append(sender, I("sendoff", int64(n-64), 0, sctlTo(s, d)))
 	}
 	sender = append(sender, I("delay", 200), I("br", 10))
-	L := int64(target.PayloadLatency + 2*target.Row(d))
-	receiver = []in{I("sync", 3), I("delayxpic", target.SendDelayBase+1, 0, int64(s))}
+	L := int64(ipu21.PayloadLatency + 2*ipu21.Row(d))
+	receiver = []in{I("sync", 3), I("delayxpic", ipu21.SendDelayBase+1, 0, int64(s))}
 	nn := int64(n)
 	switch {
 	case nn < L:
-		receiver = append(receiver, I("delayxpic", nn, 0, target.MuxNeutral), I("delaypic", L-nn, 0, int64(dst>>2)))
+		receiver = append(receiver, I("delayxpic", nn, 0, ipu21.MuxNeutral), I("delaypic", L-nn, 0, int64(dst>>2)))
 	case nn == L:
-		receiver = append(receiver, I("delaypic", L-1, 0, int64(dst>>2)), I("delayxpic", 1, 0, target.MuxNeutral))
+		receiver = append(receiver, I("delaypic", L-1, 0, int64(dst>>2)), I("delayxpic", 1, 0, ipu21.MuxNeutral))
 	default:
 		receiver = append(receiver, I("delaypic", L, 0, int64(dst>>2)))
 		rest := nn - L
@@ -162,7 +162,7 @@ func p2p(s, d int, n int, src, dst uint32) (sender, receiver []in) {
 			receiver = append(receiver, I("delay", rest-4096))
 			rest = 4096
 		}
-		receiver = append(receiver, I("delayxpic", rest, 0, target.MuxNeutral))
+		receiver = append(receiver, I("delayxpic", rest, 0, ipu21.MuxNeutral))
 	}
 	receiver = append(receiver, I("delay", L+8), I("br", 10))
 	return sender, receiver
@@ -213,13 +213,13 @@ func TestSendpicpMessages(t *testing.T) {
 	senders := []int{4, 8, 12, 16}
 	other := 20 // receives the receiver's own message
 	c := newChip(t, append([]int{rcv, other}, senders...)...)
-	L := int64(target.PayloadLatency)
+	L := int64(ipu21.PayloadLatency)
 	// Every message's window opens at base + 52*k.
 	const base = 200
 	var data [][]uint32
 	for k, s := range senders {
 		data = append(data, fill(t, c.Tile(s), 0x80000, 52, uint32(k+1)))
-		ts := int64(base+52*k) - int64(target.TimeToMux(s, rcv)) - 1
+		ts := int64(base+52*k) - int64(ipu21.TimeToMux(s, rcv)) - 1
 		loadProg(t, c, s, I("sync", 3), I("delay", ts), I("send", 52, 0x80000, sctlTo(s, rcv)), I("delay", 400), I("br", 10))
 	}
 	// Receiver: XPIC s0 at base (delayxpic); then sendpicp at timeline
@@ -229,7 +229,7 @@ func TestSendpicpMessages(t *testing.T) {
 	mine := fill(t, c.Tile(rcv), 0x80000, 4*52, 99)
 	prog := []in{I("sync", 3), I("delayxpic", base, 0, int64(senders[0])), I("delay", 1), I("delay", 50)}
 	for k := 1; k <= 4; k++ {
-		x := int64(target.MuxNeutral)
+		x := int64(ipu21.MuxNeutral)
 		if k < 4 {
 			x = int64(senders[k])
 		}
@@ -238,10 +238,10 @@ func TestSendpicpMessages(t *testing.T) {
 	prog = append(prog, I("delay", L+8), I("br", 10))
 	loadProg(t, c, rcv, prog...) // sendpicp starts at word 4: 8-byte aligned
 	// The other tile receives the 208 words sent by the sendpicps.
-	tx := int64(base+51) + int64(target.TimeToMux(rcv, other)) + 1
-	Lo := int64(target.PayloadLatency + 2*target.Row(other))
+	tx := int64(base+51) + int64(ipu21.TimeToMux(rcv, other)) + 1
+	Lo := int64(ipu21.PayloadLatency + 2*ipu21.Row(other))
 	loadProg(t, c, other, I("sync", 3), I("delayxpic", tx, 0, rcv), I("delaypic", Lo, 0, 0xB0000>>2),
-		I("delayxpic", 208-Lo, 0, target.MuxNeutral), I("delay", Lo+8), I("br", 10))
+		I("delayxpic", 208-Lo, 0, ipu21.MuxNeutral), I("delay", Lo+8), I("br", 10))
 	runToHost(t, c)
 	for k := range senders {
 		got := readWords(t, c.Tile(rcv), uint32(0xA0000+0x1000*k), 53)
@@ -308,7 +308,7 @@ func oracleChip(t *testing.T, sender, receiver []uint32, extra ...int) *Chip {
 	return c
 }
 
-const resume = 1 + target.GlobalSyncCycles // first cycle after the initial sync
+const resume = 1 + ipu21.GlobalSyncCycles // first cycle after the initial sync
 
 func wantFault(t *testing.T, f *Fault, kind FaultKind, tile int, pc uint32, cycle uint64, disasm, reason string) {
 	t.Helper()
@@ -392,14 +392,14 @@ func TestExchangeFaults(t *testing.T) {
 		// the 64-bit format.
 		c := newChip(t, 0, 64, 66)
 		fill(t, c.Tile(0), 0x80000, 128, 1)
-		ptm := int64(target.PairedTimeToMux(0, 64)) - 1
+		ptm := int64(ipu21.PairedTimeToMux(0, 64)) - 1
 		ts := int64(10)
 		a := ts + ptm + 1
 		if a < 1 {
 			ts, a = ts-a+1, 1
 		}
-		loadProg(t, c, 0, I("sync", 3), I("delay", ts), I("send", 64, 0x80000/2, int64(target.SendDirection(0, 64))|4), I("delay", 300), I("br", 10))
-		L := int64(target.PayloadLatency + 2*target.Row(64))
+		loadProg(t, c, 0, I("sync", 3), I("delay", ts), I("send", 64, 0x80000/2, int64(ipu21.SendDirection(0, 64))|4), I("delay", 300), I("br", 10))
+		L := int64(ipu21.PayloadLatency + 2*ipu21.Row(64))
 		loadProg(t, c, 64, I("sync", 3), I("delayxpic", a, 1, 0), I("delaypic", L-1, 1, 1), I("delaypic", 2, 0, 0xA0000>>2),
 			I("delayxpic", 64-L-1+1, 1, 0x640), I("delay", 200), I("br", 10))
 		loadProg(t, c, 66, I("sync", 3), I("delaypic", a+L+1, 0, 0xA0000>>2), I("delay", 300), I("br", 10))
@@ -548,7 +548,7 @@ func TestFullChip(t *testing.T) {
 		t.Skip("allocates 1472 tiles")
 	}
 	c := newChip(t)
-	if len(c.Tiles()) != target.Tiles {
+	if len(c.Tiles()) != ipu21.Tiles {
 		t.Fatalf("%d tiles", len(c.Tiles()))
 	}
 	fill(t, c.Tile(0), 0x80000, 3, 1)
@@ -585,7 +585,7 @@ func TestIpuStackRows(t *testing.T) {
 		c.Tile(tc.s).Sup.CSR[csrOutgoingBase] = 0x80000
 		c.Tile(tc.d).Sup.CSR[csrIncomingBase] = 0xA0000
 		ev := func(field int) int64 { return int64(field + 1) }
-		ttm := target.TimeToMux(tc.s, tc.d)
+		ttm := ipu21.TimeToMux(tc.s, tc.d)
 		dir := sctlTo(tc.s, tc.d)
 		sd := 111 - ttm
 		snd := []in{I("sync", 3), I("delay", ev(sd)), I("send", int64(min(tc.n, 64)), 0, dir)}
@@ -595,7 +595,7 @@ func TestIpuStackRows(t *testing.T) {
 		if tr := 4 - sd - tc.n; tr >= 0 {
 			snd = append(snd, I("delay", ev(tr)))
 		}
-		phase := 2 * target.Row(tc.d)
+		phase := 2 * ipu21.Row(tc.d)
 		rcv := []in{I("sync", 3), I("delayxpic", ev(112), 0, int64(tc.s))}
 		switch {
 		case tc.n <= 51:
@@ -618,7 +618,7 @@ func TestIpuStackRows(t *testing.T) {
 // (exchange.rs paired_multicast64_matches_near_reverse_and_far_sdk_rows:
 // logical 0 -> logical 2, 3 = physical 0 -> 64, 66, 64 items).
 func TestIpuStackPairedRows(t *testing.T) {
-	if target.LogicalToPhysical(2) != 64 || target.LogicalToPhysical(3) != 66 || target.PairedTimeToMux(0, 64) != -30 {
+	if ipu21.LogicalToPhysical(2) != 64 || ipu21.LogicalToPhysical(3) != 66 || ipu21.PairedTimeToMux(0, 64) != -30 {
 		t.Fatal("topology")
 	}
 	c := newChip(t, 0, 64, 66)

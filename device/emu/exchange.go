@@ -1,8 +1,8 @@
 package emu
 
 import (
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 // The tile side of the exchange: the supervisor's exchange instructions
@@ -20,26 +20,26 @@ import (
 // sendpic/sendpicp control at its first, c+1; item k of a send is on the
 // outgoing stream in cycle c+1+k.
 
-// Exchange CSRs with side effects (target/csr.go; INCOMING_DELTA and
+// Exchange CSRs with side effects (ipu21/csr.go; INCOMING_DELTA and
 // OUTGOING_DELTA from isa/csr.go: the incoming write cursor and the
 // outgoing read cursor, as ipu-stack's delta diagnostic observed them).
 const (
-	csrIncomingMux     = int(target.CSRIncomingMux)     // 0xA0
-	csrIncomingMuxPair = int(target.CSRIncomingMuxPair) // 0xA1
+	csrIncomingMux     = int(ipu21.CSRIncomingMux)     // 0xA0
+	csrIncomingMuxPair = int(ipu21.CSRIncomingMuxPair) // 0xA1
 	csrIncomingDelta   = 0xA2
-	csrIncomingFormat  = int(target.CSRIncomingFormat) // 0xA3
-	csrIncomingBase    = int(target.CSRIncomingBase)   // 0xA4
-	csrIncomingDCount  = int(target.CSRIncomingDCount) // 0xA6
-	csrOutgoingBase    = int(target.CSROutgoingBase)   // 0xA7
+	csrIncomingFormat  = int(ipu21.CSRIncomingFormat) // 0xA3
+	csrIncomingBase    = int(ipu21.CSRIncomingBase)   // 0xA4
+	csrIncomingDCount  = int(ipu21.CSRIncomingDCount) // 0xA6
+	csrOutgoingBase    = int(ipu21.CSROutgoingBase)   // 0xA7
 	csrOutgoingDelta   = 0xA8
 )
 
 // Incoming mux values other than tiles (target).
 const (
-	muxHostFirst = target.MuxHost    // 0x600: host link ports 0x600..0x63F
-	muxNeutral   = target.MuxNeutral // 0x640: nothing selected
-	xpicMask     = 0x1FFF            // 13-bit XPIC value
-	xpicPairBit  = 1 << 13           // sendpicp inline XPIC: the paired-source flag
+	muxHostFirst = ipu21.MuxHost    // 0x600: host link ports 0x600..0x63F
+	muxNeutral   = ipu21.MuxNeutral // 0x640: nothing selected
+	xpicMask     = 0x1FFF           // 13-bit XPIC value
+	xpicPairBit  = 1 << 13          // sendpicp inline XPIC: the paired-source flag
 )
 
 // sendRec is one send-family instruction's run of items on the outgoing
@@ -123,8 +123,8 @@ func (t *Tile) record(kind ctrlKind, ev uint64, val uint32) {
 
 // xpic records an XPIC control (paired selects the pair source).
 func (t *Tile) xpic(ev uint64, paired bool, v uint32) bool {
-	if v >= target.Tiles && v != muxNeutral && (v < muxHostFirst || v >= muxNeutral) {
-		t.raise(FaultExchange, "XPIC value 0x%x is not a physical tile (< %d), a host port (0x600..0x63f) or neutral (0x640)", v, target.Tiles)
+	if v >= ipu21.Tiles && v != muxNeutral && (v < muxHostFirst || v >= muxNeutral) {
+		t.raise(FaultExchange, "XPIC value 0x%x is not a physical tile (< %d), a host port (0x600..0x63f) or neutral (0x640)", v, ipu21.Tiles)
 		return false
 	}
 	if paired {
@@ -154,7 +154,7 @@ func (t *Tile) emit(ev uint64, n, addr, sctl uint32) bool {
 	if sctl&4 != 0 {
 		size = 8
 	}
-	if addr%size != 0 || !target.InSRAM(addr, n*size) {
+	if addr%size != 0 || !ipu21.InSRAM(addr, n*size) {
 		t.raise(FaultAccess, "send reads [0x%x, 0x%x) (%d items of %d bytes): outside SRAM or misaligned", addr, uint64(addr)+uint64(n*size), n, size)
 		return false
 	}
@@ -334,5 +334,5 @@ func (t *Tile) putExchangeCSR(n int, v uint32) bool {
 // inside the exchange segment, so the incoming words it waits for may land
 // after it.
 func isRecvSync(b *bundle) bool {
-	return b.n == 1 && b.i[0].row.Mnemonic == "sync" && b.i[0].v[0] == int32(target.SyncRecv)
+	return b.n == 1 && b.i[0].row.Mnemonic == "sync" && b.i[0].v[0] == int32(ipu21.SyncRecv)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // The exchange fabric: resolving one round of timed sends and receive
@@ -74,11 +74,11 @@ const never = ^uint64(0)
 // by one). Source: ipu-stack's SDK-matched paired rows (exchange.rs
 // paired_multicast: the pair's XPIC at the send's timeline position plus
 // paired_time_to_mux, where an ordinary window opens one event later).
-func pairedDelay(s, d int) int64 { return int64(target.PairedTimeToMux(s, d)) - 1 }
+func pairedDelay(s, d int) int64 { return int64(ipu21.PairedTimeToMux(s, d)) - 1 }
 
 // latency returns the cycles from a receiver's mux sample to its memory
 // write of a 32-bit word.
-func latency(d int) uint64 { return uint64(target.PayloadLatency + 2*target.Row(d)) }
+func latency(d int) uint64 { return uint64(ipu21.PayloadLatency + 2*ipu21.Row(d)) }
 
 // resolveTile computes tile d's incoming writes of the round and gathers
 // their data from the senders' SRAM (read only: runs in parallel over
@@ -124,7 +124,7 @@ func sortCtrls(t *Tile) {
 // the partner must not send meanwhile (ipu-stack EXCHANGE_INSTRUCTION_REFERENCE
 // "Paired sender lane reservation").
 func (c *Chip) checkLanes(s *Tile) bool {
-	p := c.tile(target.Partner(s.ID))
+	p := c.tile(ipu21.Partner(s.ID))
 	if p == nil {
 		return true
 	}
@@ -155,7 +155,7 @@ func (c *Chip) rxPath(d *Tile, paired bool) bool {
 		// The pair's 64-bit source is shared: an XPIC with the pair flag
 		// on either tile of the receiving pair sets it for both (ipu-stack
 		// issues it on one tile of the pair only).
-		ctrls = pairCtrls(d, c.tile(target.Partner(d.ID)))
+		ctrls = pairCtrls(d, c.tile(ipu21.Partner(d.ID)))
 	} else {
 		ctrls = x.ctrls
 	}
@@ -210,7 +210,7 @@ type seg struct {
 
 // window resolves the samples [w.since, end) of a window on tile d.
 func (c *Chip) window(d *Tile, w *rxWin, end uint64, paired bool) bool {
-	if end <= w.since || w.src >= target.Tiles {
+	if end <= w.since || w.src >= ipu21.Tiles {
 		return true
 	}
 	var segs [8]seg
@@ -228,7 +228,7 @@ func (c *Chip) window(d *Tile, w *rxWin, end uint64, paired bool) bool {
 		if paired {
 			delay = pairedDelay(sid, d.ID)
 		} else {
-			delay = int64(target.TimeToMux(sid, d.ID))
+			delay = int64(ipu21.TimeToMux(sid, d.ID))
 		}
 		// Samples [since, end) see events [since-delay, end-delay).
 		lo := int64(w.since) - delay
@@ -270,7 +270,7 @@ func (c *Chip) window(d *Tile, w *rxWin, end uint64, paired bool) bool {
 		case w.words && sg.u0 != cursor:
 			return c.noSender(d, w, cursor, paired, fmt.Sprintf("the stream from tile %d pauses in cycle %d and resumes in cycle %d", sg.tile.ID, cursor, sg.u0))
 		}
-		if dir := target.SendDirection(sg.tile.ID, d.ID); int(sg.run.dirs)&dir == 0 {
+		if dir := ipu21.SendDirection(sg.tile.ID, d.ID); int(sg.run.dirs)&dir == 0 {
 			d.faultAt(FaultWrongSender, w.pc, sg.u0, "the selected tile %d sends in cycle %d with direction bits %d (send at pc 0x%05x), away from this tile (direction %d): the word never arrives", sg.tile.ID, sg.u0, sg.run.dirs, sg.run.pc, dir)
 			return false
 		}
@@ -279,7 +279,7 @@ func (c *Chip) window(d *Tile, w *rxWin, end uint64, paired bool) bool {
 		if paired {
 			delay = pairedDelay(sg.tile.ID, d.ID)
 		} else {
-			delay = int64(target.TimeToMux(sg.tile.ID, d.ID))
+			delay = int64(ipu21.TimeToMux(sg.tile.ID, d.ID))
 		}
 		idx := uint32(int64(sg.u0) - delay - int64(sg.run.ev))
 		p := piece{
@@ -313,7 +313,7 @@ func (c *Chip) noSender(d *Tile, w *rxWin, u uint64, paired bool, why string) bo
 	if why == "" {
 		why = fmt.Sprintf("tile %d sends no %s that reaches this tile in cycle %d", w.src, what, u)
 		if s := c.tile(int(w.src)); s != nil {
-			delay := int64(target.TimeToMux(s.ID, d.ID))
+			delay := int64(ipu21.TimeToMux(s.ID, d.ID))
 			if paired {
 				delay = pairedDelay(s.ID, d.ID)
 			}
@@ -333,12 +333,12 @@ func (c *Chip) noSender(d *Tile, w *rxWin, u uint64, paired bool, why string) bo
 		if t.ID == int(w.src) || (paired && t.ID == int(w.src)^2) {
 			continue
 		}
-		delay := int64(target.TimeToMux(t.ID, d.ID))
+		delay := int64(ipu21.TimeToMux(t.ID, d.ID))
 		if paired {
 			delay = pairedDelay(t.ID, d.ID)
 		}
 		r := runAt(t.x.sends, int64(u)-delay)
-		if r == nil || (r.size == 8) != paired || int(r.dirs)&target.SendDirection(t.ID, d.ID) == 0 {
+		if r == nil || (r.size == 8) != paired || int(r.dirs)&ipu21.SendDirection(t.ID, d.ID) == 0 {
 			continue
 		}
 		d.faultAt(FaultWrongSender, w.pc, u, "receive window selects tile %d (since cycle %d), but the %s reaching this tile in cycle %d comes from tile %d (its send at pc 0x%05x): %s", w.src, w.since, what, u, t.ID, r.pc, why)
@@ -426,7 +426,7 @@ func (c *Chip) buildWrites(d *Tile) bool {
 				d.faultAt(FaultIncoming, ptrPC, wc, "incoming write pointer 0x%x is not %d-byte aligned", rx.ptr, size)
 				return false
 			}
-			if !target.InSRAM(rx.ptr, m*size) {
+			if !ipu21.InSRAM(rx.ptr, m*size) {
 				bad, at := rx.ptr, wc
 				if rx.ptr >= sramBase && rx.ptr < sramEnd {
 					j := (sramEnd - rx.ptr) / size
@@ -492,14 +492,14 @@ func (c *Chip) applyTile(d *Tile) {
 // element access of a run at cycle cy.
 func runElem(addr0 uint32, size uint8, c0, cy uint64) (int, uint32) {
 	a := addr0 + uint32(cy-c0)*uint32(size)
-	return target.Element(a), a
+	return ipu21.Element(a), a
 }
 
 // nextChange returns the first cycle after cy at which a run's element
 // changes (the run reads/writes addr0 + size*(cycle-c0)).
 func nextChange(addr0 uint32, size uint8, c0, cy uint64) uint64 {
 	_, a := runElem(addr0, size, c0, cy)
-	_, hi, _ := target.ElementBounds(target.Element(a))
+	_, hi, _ := ipu21.ElementBounds(ipu21.Element(a))
 	return cy + uint64((hi-a+uint32(size)-1)/uint32(size))
 }
 
@@ -510,7 +510,7 @@ func (c *Chip) checkClashes(d *Tile) bool {
 	x := &d.x
 	sends, writes := x.sends, x.writes
 	for _, f := range x.fetches {
-		fe := target.Element(f.pc)
+		fe := ipu21.Element(f.pc)
 		if r := runAt(sends, int64(f.cycle)); r != nil {
 			if e, a := runElem(r.addr, r.size, r.ev, f.cycle); e == fe {
 				d.faultAt(FaultClash, f.pc, f.cycle, "instruction fetch at 0x%05x and the send at pc 0x%05x reading 0x%x use memory element %d in cycle %d", f.pc, r.pc, a, e, f.cycle)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // benchChip makes a chip of n tiles in disjoint pairs (a, b): in each
@@ -14,7 +14,7 @@ import (
 func benchChip(b *testing.B, n, words, iters int) *Chip {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(7, 7))
-	ids := rng.Perm(target.Tiles)[:n]
+	ids := rng.Perm(ipu21.Tiles)[:n]
 	c := newChip(b, ids...)
 	acts := map[int][]act{}
 	h := int64(0)

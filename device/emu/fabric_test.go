@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
 // A small test-only exchange scheduler: transfers are placed one after
@@ -134,9 +134,9 @@ func scheduleOn(rng *rand.Rand, xs []xfer, free func(tile int) int64, busy func(
 	for _, x := range xs {
 		delay := func(d int) int64 {
 			if x.paired {
-				return int64(target.PairedTimeToMux(x.src, d)) - 1
+				return int64(ipu21.PairedTimeToMux(x.src, d)) - 1
 			}
-			return int64(target.TimeToMux(x.src, d))
+			return int64(ipu21.TimeToMux(x.src, d))
 		}
 		tiles := append([]int{x.src}, x.dsts...)
 		if x.paired {
@@ -149,20 +149,20 @@ func scheduleOn(rng *rand.Rand, xs []xfer, free func(tile int) int64, busy func(
 		for _, d := range x.dsts {
 			ts = max(ts, free(d)-delay(d))
 		}
-		sctl := int64(target.SendBoth)
+		sctl := int64(ipu21.SendBoth)
 		if len(x.dsts) == 1 || (x.paired && len(x.dsts) == 2) {
-			sctl = int64(target.SendDirection(x.src, x.dsts[0]))
+			sctl = int64(ipu21.SendDirection(x.src, x.dsts[0]))
 		}
 		addr := int64(x.saddr)
 		if x.paired {
-			sctl |= target.SendPaired
+			sctl |= ipu21.SendPaired
 			addr /= 2
 		}
 		acts[x.src] = append(acts[x.src], act{at: ts, send: true, n: x.n, addr: addr, sctl: sctl})
 		end := ts + int64(x.n)
 		for i, d := range x.dsts {
 			a := ts + delay(d) + 1
-			L := int64(target.PayloadLatency + 2*target.Row(d))
+			L := int64(ipu21.PayloadLatency + 2*ipu21.Row(d))
 			ptr := int64(x.daddr[i] >> 2)
 			n := int64(x.n)
 			if !x.paired {
@@ -173,14 +173,14 @@ func scheduleOn(rng *rand.Rand, xs []xfer, free func(tile int) int64, busy func(
 				ne := firstFree(a+n, pe)
 				acts[d] = append(acts[d],
 					act{at: a, id: "delayxpic", val: int64(x.src)},
-					act{at: ne, id: "delayxpic", val: target.MuxNeutral},
+					act{at: ne, id: "delayxpic", val: ipu21.MuxNeutral},
 					act{at: pe, id: "delaypic", val: ptr})
 				end = max(end, ne, a+L+n)
 				continue
 			}
 			f := a + L - 1
 			acts[d] = append(acts[d],
-				act{at: f, id: "delaypic", sel: 1, val: int64(target.SendDirection(x.src, d))},
+				act{at: f, id: "delaypic", sel: 1, val: int64(ipu21.SendDirection(x.src, d))},
 				act{at: f + 2, id: "delaypic", val: ptr},
 				act{at: f + n, id: "delaypic", sel: 1, val: 0})
 			end = max(end, a+L+n+1, f+n)
@@ -195,7 +195,7 @@ func scheduleOn(rng *rand.Rand, xs []xfer, free func(tile int) int64, busy func(
 				ne := firstFree(a+n, f, f+2, f+n)
 				acts[owner] = append(acts[owner],
 					act{at: a, id: "delayxpic", sel: 1, val: v},
-					act{at: ne, id: "delayxpic", sel: 1, val: target.MuxNeutral})
+					act{at: ne, id: "delayxpic", sel: 1, val: ipu21.MuxNeutral})
 				end = max(end, ne)
 			}
 		}
@@ -221,7 +221,7 @@ func buildRandom(t testing.TB, seed uint64) *randomChip {
 	ntiles := 2 + rng.IntN(63)
 	set := map[int]bool{}
 	for len(set) < ntiles {
-		p := rng.IntN(target.Tiles)
+		p := rng.IntN(ipu21.Tiles)
 		set[p] = true
 		if rng.IntN(2) == 0 && len(set) < ntiles {
 			set[p^2] = true

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // The host link: how the host reaches the tiles of a Chip (docs/machine.md,
@@ -18,10 +18,10 @@ import (
 // the tiles' runtime code issues `sync 7`, the chip stops once every
 // active tile waits there (Chip.Run returns ChipHost), the host moves its
 // bytes while the tiles wait, and the next Chip.Run releases them. Host to
-// tile bytes travel as packets of at most target.HostPacketInBytes bytes,
+// tile bytes travel as packets of at most ipu21.HostPacketInBytes bytes,
 // each landing at a 32-byte aligned address in the tile's host write
-// window [target.HostApertureBase, target.HostWriteEnd); tile to host bytes
-// travel as packets of at most target.HostPacketOutBytes bytes read from
+// window [ipu21.HostApertureBase, ipu21.HostWriteEnd); tile to host bytes
+// travel as packets of at most ipu21.HostPacketOutBytes bytes read from
 // anywhere in tile SRAM (a tile sends its packets from its own memory).
 
 // HostZone is the sync zone of every host handshake. ipu-stack's runtime
@@ -33,7 +33,7 @@ const HostZone = 7
 // HostCommandAddress is where a call's command handshake writes the call's
 // command word (4 bytes, little-endian) on every tile of the package: the
 // first word of the host write window.
-const HostCommandAddress = target.HostApertureBase
+const HostCommandAddress = ipu21.HostApertureBase
 
 // HostStats counts what the host link moved.
 type HostStats struct {
@@ -70,12 +70,12 @@ func (h *HostLink) Write(tile int, addr uint32, data []byte) error {
 		return fmt.Errorf("host link: no tile %d on the chip", tile)
 	}
 	end := uint64(addr) + uint64(len(data))
-	if addr%target.HostWriteAlign != 0 || addr < target.HostApertureBase || end > target.HostWriteEnd {
+	if addr%ipu21.HostWriteAlign != 0 || addr < ipu21.HostApertureBase || end > ipu21.HostWriteEnd {
 		return fmt.Errorf("host link: write of %d bytes to tile %d at %#x: host writes must start %d-byte aligned inside [%#x,%#x)",
-			len(data), tile, addr, target.HostWriteAlign, target.HostApertureBase, target.HostWriteEnd)
+			len(data), tile, addr, ipu21.HostWriteAlign, ipu21.HostApertureBase, ipu21.HostWriteEnd)
 	}
-	for off := 0; off < len(data); off += target.HostPacketInBytes {
-		n := min(target.HostPacketInBytes, len(data)-off)
+	for off := 0; off < len(data); off += ipu21.HostPacketInBytes {
+		n := min(ipu21.HostPacketInBytes, len(data)-off)
 		if err := t.Write(addr+uint32(off), data[off:off+n]); err != nil {
 			return fmt.Errorf("host link: tile %d: %w", tile, err)
 		}
@@ -92,12 +92,12 @@ func (h *HostLink) Read(tile int, addr uint32, buf []byte) error {
 		return fmt.Errorf("host link: no tile %d on the chip", tile)
 	}
 	end := uint64(addr) + uint64(len(buf))
-	if addr < target.SRAMBase || end > target.SRAMEnd {
+	if addr < ipu21.SRAMBase || end > ipu21.SRAMEnd {
 		return fmt.Errorf("host link: read of %d bytes from tile %d at %#x: outside SRAM [%#x,%#x)",
-			len(buf), tile, addr, target.SRAMBase, target.SRAMEnd)
+			len(buf), tile, addr, ipu21.SRAMBase, ipu21.SRAMEnd)
 	}
-	for off := 0; off < len(buf); off += target.HostPacketOutBytes {
-		n := min(target.HostPacketOutBytes, len(buf)-off)
+	for off := 0; off < len(buf); off += ipu21.HostPacketOutBytes {
+		n := min(ipu21.HostPacketOutBytes, len(buf)-off)
 		if err := t.Read(addr+uint32(off), buf[off:off+n]); err != nil {
 			return fmt.Errorf("host link: tile %d: %w", tile, err)
 		}
@@ -290,10 +290,10 @@ func (s *HostSession) resolve(pkg *ipuexe.Package, tr ipuexe.HostTransfer) (host
 		return hostOp{}, fmt.Errorf("slot size is 0")
 	}
 	off := tr.PageOffset % slot
-	op.addr = target.HostApertureBase + off
-	if off%target.HostWriteAlign != 0 || uint64(op.addr)+uint64(tr.Length) > target.HostWriteEnd {
+	op.addr = ipu21.HostApertureBase + off
+	if off%ipu21.HostWriteAlign != 0 || uint64(op.addr)+uint64(tr.Length) > ipu21.HostWriteEnd {
 		return hostOp{}, fmt.Errorf("binding %q slice %d: page offset %d puts %d bytes at aperture %#x; host writes must start %d-byte aligned and end by %#x",
-			b.Name, tr.Slice, tr.PageOffset, tr.Length, op.addr, target.HostWriteAlign, target.HostWriteEnd)
+			b.Name, tr.Slice, tr.PageOffset, tr.Length, op.addr, ipu21.HostWriteAlign, ipu21.HostWriteEnd)
 	}
 	return op, nil
 }

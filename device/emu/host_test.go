@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // echoPackage describes a chip of tiles whose program waits at `sync 7`
@@ -33,7 +33,7 @@ func echoPackage(ids []int, sizes []int, pageOff func(i int) uint32) *ipuexe.Pac
 			continue
 		}
 		po := pageOff(i)
-		addr := target.HostApertureBase + po%slot
+		addr := ipu21.HostApertureBase + po%slot
 		x.Slices = append(x.Slices, ipuexe.Slice{Tile: uint32(id), Address: 0x60000, Offset: off, Length: uint32(sizes[i])})
 		y.Slices = append(y.Slices, ipuexe.Slice{Tile: uint32(id), Address: addr, Offset: off, Length: uint32(sizes[i])})
 		k := uint32(len(x.Slices) - 1)
@@ -105,7 +105,7 @@ func TestHostLinkRoundTrip(t *testing.T) {
 			if st.BytesIn != uint64(4*len(ids)+total) || st.BytesOut != uint64(total) || st.Phases != 2 || st.Handshakes != 3 {
 				t.Fatalf("sizes %v: stats %+v", sizes, st)
 			}
-			if st.Cycles < 3*target.GlobalSyncCycles {
+			if st.Cycles < 3*ipu21.GlobalSyncCycles {
 				t.Fatalf("call took %d cycles, less than three syncs", st.Cycles)
 			}
 			x[0]++

@@ -1,12 +1,12 @@
 package emu
 
-import "github.com/ipustack/ipustack/target"
+import "github.com/ipustack/ipustack/ipu21"
 
-// Calibrated tile latencies (target/latency.go; docs/machine.md,
+// Calibrated tile latencies (ipu21/latency.go; docs/machine.md,
 // "Calibration"). Kept in this file so the scheduling code only calls
 // these two functions.
 
-var launchLatency, syncLatency uint64 = target.WorkerLaunchCycles, target.LocalSyncCycles
+var launchLatency, syncLatency uint64 = ipu21.WorkerLaunchCycles, ipu21.LocalSyncCycles
 
 // workerFirstIssue is the first cycle worker w may issue in after a
 // run/runall issued in cycle c.

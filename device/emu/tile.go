@@ -4,20 +4,20 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/ipustack/ipustack/target"
+	"github.com/ipustack/ipustack/ipu21"
 )
 
-// Memory map and thread counts come from package target so the compiler and
+// Memory map and thread counts come from package ipu21 so the compiler and
 // the emulator cannot disagree.
 const (
-	sramBase    = target.SRAMBase
-	sramEnd     = target.SRAMEnd
-	region1Base = target.Region1Base
+	sramBase    = ipu21.SRAMBase
+	sramEnd     = ipu21.SRAMEnd
+	region1Base = ipu21.Region1Base
 	sramBytes   = sramEnd - sramBase
 	codeWords   = (region1Base - sramBase) / 4
 	// NumWorkers is the number of worker contexts of a tile.
-	NumWorkers = target.WorkerContexts
-	slots      = target.IssueSlots
+	NumWorkers = ipu21.WorkerContexts
+	slots      = ipu21.IssueSlots
 )
 
 // CSR numbers the core gives meaning to. Sources: isa/csr.go and target for
@@ -194,7 +194,7 @@ func (t *Tile) Fault() *Fault { return t.fault }
 // Write copies data into SRAM at addr. It invalidates predecoded code
 // overlapping the range.
 func (t *Tile) Write(addr uint32, data []byte) error {
-	if !target.InSRAM(addr, uint32(len(data))) || uint64(len(data)) > sramBytes {
+	if !ipu21.InSRAM(addr, uint32(len(data))) || uint64(len(data)) > sramBytes {
 		return fmt.Errorf("tile %d: write [0x%x, 0x%x) outside SRAM [0x%x, 0x%x)", t.ID, addr, uint64(addr)+uint64(len(data)), sramBase, sramEnd)
 	}
 	copy(t.mem[addr-sramBase:], data)
@@ -204,7 +204,7 @@ func (t *Tile) Write(addr uint32, data []byte) error {
 
 // Read copies SRAM [addr, addr+len(buf)) into buf.
 func (t *Tile) Read(addr uint32, buf []byte) error {
-	if !target.InSRAM(addr, uint32(len(buf))) || uint64(len(buf)) > sramBytes {
+	if !ipu21.InSRAM(addr, uint32(len(buf))) || uint64(len(buf)) > sramBytes {
 		return fmt.Errorf("tile %d: read [0x%x, 0x%x) outside SRAM [0x%x, 0x%x)", t.ID, addr, uint64(addr)+uint64(len(buf)), sramBase, sramEnd)
 	}
 	copy(buf, t.mem[addr-sramBase:])

@@ -3,7 +3,7 @@
 // Import it (for its side effect) to make device.Open("emu") work.
 //
 // Loading follows the hardware loader's shape: tiles are written in
-// batches of target.LoaderBatchTiles in physical-id order, the startup mark
+// batches of ipu21.LoaderBatchTiles in physical-id order, the startup mark
 // counts the batches (23 for a full chip), every tile's supervisor starts
 // at its entry point, and Load returns once every tile waits at its first
 // host sync (the application's initial synchronization). Only the
@@ -23,8 +23,8 @@ import (
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/config"
 	"github.com/ipustack/ipustack/device/emu"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Name is the backend's registry name.
@@ -98,7 +98,7 @@ func New(opts Options) *Device { return &Device{opts: opts} }
 
 // Info describes the emulated chip.
 func (d *Device) Info() device.Info {
-	return device.Info{Name: Name, Path: "emulator:ipu21", Target: "ipu21", Tiles: target.Tiles, ClockHz: target.ClockHz}
+	return device.Info{Name: Name, Path: "emulator:ipu21", Target: "ipu21", Tiles: ipu21.Tiles, ClockHz: ipu21.ClockHz}
 }
 
 func (d *Device) need(op string, want ...state) error {
@@ -156,7 +156,7 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 	if pkg == nil {
 		return errors.New("emu device: load: no package")
 	}
-	t, err := target.Lookup(pkg.Target)
+	t, err := ipu21.Lookup(pkg.Target)
 	if err != nil {
 		return fmt.Errorf("emu device: load: %w", err)
 	}
@@ -176,7 +176,7 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 	}
 	chip.SetAssumptions(d.opts.Assumptions())
 	// Physical-id order, as the chip holds its tiles.
-	order := make([]*ipuexe.Tile, target.Tiles)
+	order := make([]*ipuexe.Tile, ipu21.Tiles)
 	for i := range pkg.Tiles {
 		order[pkg.Tiles[i].Physical] = &pkg.Tiles[i]
 	}
@@ -187,11 +187,11 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 		}
 	}
 	mark := 0
-	for b := 0; b < len(tiles); b += target.LoaderBatchTiles {
+	for b := 0; b < len(tiles); b += ipu21.LoaderBatchTiles {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("emu device: load: %w", err)
 		}
-		batch := tiles[b:min(b+target.LoaderBatchTiles, len(tiles))]
+		batch := tiles[b:min(b+ipu21.LoaderBatchTiles, len(tiles))]
 		for _, tl := range batch {
 			et := chip.Tile(int(tl.Physical))
 			for k, s := range tl.Segments {

@@ -3,7 +3,7 @@
 // exchange generator, that exercises every part of the run path on every
 // tile, together with the results it must produce.
 //
-// On each of N tiles (logical 0..N-1, placed with target.LogicalToPhysical)
+// On each of N tiles (logical 0..N-1, placed with ipu21.LogicalToPhysical)
 // the package's runtime code serves two host calls in a loop, like a
 // compiled application:
 //
@@ -31,8 +31,8 @@ import (
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/internal/xprog"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Tile memory map of the diagnostic. Code is in memory element 0, the id
@@ -162,12 +162,12 @@ func mix(a, b uint32) uint32 {
 
 // Build makes the diagnostic for n tiles (1..1472; logical 0..n-1).
 func Build(n int) (*Diagnostic, error) {
-	if n < 1 || n > target.Tiles {
-		return nil, fmt.Errorf("diagnose: tile count %d: want 1..%d", n, target.Tiles)
+	if n < 1 || n > ipu21.Tiles {
+		return nil, fmt.Errorf("diagnose: tile count %d: want 1..%d", n, ipu21.Tiles)
 	}
 	defs := map[string]string{
 		"INPUT": fmt.Sprint(InputAddr), "WEIGHT": fmt.Sprint(WeightAddr), "RESULTS": fmt.Sprint(ResultsAddr),
-		"IDW": fmt.Sprint(IDAddr), "ROW": fmt.Sprint(RowAddr), "STATE": fmt.Sprint(target.RuntimeStateBase),
+		"IDW": fmt.Sprint(IDAddr), "ROW": fmt.Sprint(RowAddr), "STATE": fmt.Sprint(ipu21.RuntimeStateBase),
 		"INPUT_WORDS": fmt.Sprint(InputBytes / 4), "WEIGHT_WORDS": fmt.Sprint(WeightBytes / 4),
 	}
 	obj, err := asm.Assemble("diagnose.S", []byte(source), asm.Options{Defines: defs})
@@ -195,7 +195,7 @@ func Build(n int) (*Diagnostic, error) {
 
 	d := &Diagnostic{N: n, Physical: make([]int, n), Inputs: map[string][]byte{}, Weights: map[string][]byte{}}
 	for l := range d.Physical {
-		d.Physical[l] = target.LogicalToPhysical(l)
+		d.Physical[l] = ipu21.LogicalToPhysical(l)
 	}
 	phys := func(l int) int { return d.Physical[((l%n)+n)%n] }
 
@@ -234,7 +234,7 @@ func Build(n int) (*Diagnostic, error) {
 	}
 
 	pkg := &ipuexe.Package{CompilerVersion: "ipustack-diagnose", Target: "ipu21",
-		MemoryBase: target.SRAMBase, MemorySize: target.SRAMEnd - target.SRAMBase}
+		MemoryBase: ipu21.SRAMBase, MemorySize: ipu21.SRAMEnd - ipu21.SRAMBase}
 	x := ipuexe.Binding{Name: "x", DType: ipuexe.U32, Shape: []uint32{uint32(n), InputBytes / 4}}
 	w := ipuexe.Binding{Name: "w", DType: ipuexe.U32, Shape: []uint32{uint32(n), WeightBytes / 4}}
 	r := ipuexe.Binding{Name: "results", DType: ipuexe.U32, Shape: []uint32{uint32(n), ResultsBytes / 4}}
@@ -253,8 +253,8 @@ func Build(n int) (*Diagnostic, error) {
 		for _, v := range append(words, ret...) {
 			row = le.AppendUint32(row, v)
 		}
-		if RowAddr+len(row) > target.HostApertureBase {
-			return nil, fmt.Errorf("diagnose: tile %d's exchange row is %d bytes, too long for [%#x,%#x)", p, len(row), RowAddr, target.HostApertureBase)
+		if RowAddr+len(row) > ipu21.HostApertureBase {
+			return nil, fmt.Errorf("diagnose: tile %d's exchange row is %d bytes, too long for [%#x,%#x)", p, len(row), RowAddr, ipu21.HostApertureBase)
 		}
 		id := le.AppendUint32(nil, uint32(l))
 		segs := append([]ipuexe.Segment(nil), code...)
@@ -264,7 +264,7 @@ func Build(n int) (*Diagnostic, error) {
 			ipuexe.Segment{Address: ResultsAddr, MemSize: ResultsBytes, Flags: ipuexe.FlagRead | ipuexe.FlagWrite})
 		pkg.Tiles = append(pkg.Tiles, ipuexe.Tile{Physical: p, Entry: img.Entry, Segments: segs})
 		pkg.Profile.Tiles = append(pkg.Profile.Tiles, ipuexe.TileProfile{Tile: p, Samples: []ipuexe.ProfileSample{
-			{Address: target.ProfileStartCycle, Step: 0}, {Address: target.ProfileEndCycle, Step: 1}}})
+			{Address: ipu21.ProfileStartCycle, Step: 0}, {Address: ipu21.ProfileEndCycle, Step: 1}}})
 
 		k := uint32(l)
 		page := k * 4096
@@ -284,7 +284,7 @@ func Build(n int) (*Diagnostic, error) {
 			}
 		}
 		put(WordSupervisor, 0x5EE00000|k)
-		for wk := 0; wk < target.WorkerContexts; wk++ {
+		for wk := 0; wk < ipu21.WorkerContexts; wk++ {
 			put(WordWorkers+wk, 0x0A000000|k<<4|uint32(wk))
 		}
 		for i := 0; i < InputBytes/4; i++ {
@@ -338,7 +338,7 @@ func WordName(i int) string {
 		return fmt.Sprintf("exchange word from tile l-%d", Offsets[i-WordRecv])
 	case i == WordSupervisor:
 		return "supervisor signature"
-	case i < WordWorkers+target.WorkerContexts:
+	case i < WordWorkers+ipu21.WorkerContexts:
 		return fmt.Sprintf("worker %d signature", i-WordWorkers)
 	case i < WordInput:
 		return fmt.Sprintf("results word %d (must stay zero)", i)

@@ -20,7 +20,7 @@
 // running worker takes issue slots and shifts the row's timing), and must
 // issue a non-exchange instruction after the row (that ends the tile's
 // exchange segment). Keep instruction fetch (region 0 code), send buffers
-// and receive buffers in different memory elements (target.Element): an
+// and receive buffers in different memory elements (ipu21.Element): an
 // instruction fetch, a send's read and an incoming write may not use one
 // element in one cycle.
 package xprog
@@ -32,8 +32,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Dest is one receiver of a transfer: the words land at Addr on Tile.
@@ -225,11 +225,11 @@ func Generate(ts []Transfer, opts Options) (*Program, error) {
 func place(x *Transfer, acts map[int][]act, free func(int) int64) int64 {
 	ts := free(x.Src)
 	for _, d := range x.Dests {
-		ts = max(ts, free(d.Tile)-int64(target.TimeToMux(x.Src, d.Tile)))
+		ts = max(ts, free(d.Tile)-int64(ipu21.TimeToMux(x.Src, d.Tile)))
 	}
-	sctl := int64(target.SendBoth)
+	sctl := int64(ipu21.SendBoth)
 	if len(x.Dests) == 1 {
-		sctl = int64(target.SendDirection(x.Src, x.Dests[0].Tile))
+		sctl = int64(ipu21.SendDirection(x.Src, x.Dests[0].Tile))
 	}
 	n := int64(x.Words)
 	acts[x.Src] = append(acts[x.Src], act{at: ts, send: true, n: n, addr: x.Addr, sctl: sctl})
@@ -237,8 +237,8 @@ func place(x *Transfer, acts map[int][]act, free func(int) int64) int64 {
 	for _, d := range x.Dests {
 		// The receiver's source window opens at a; its first word is
 		// written PayloadLatency + 2*row later, where the pointer must be.
-		a := ts + int64(target.TimeToMux(x.Src, d.Tile)) + 1
-		lat := int64(target.PayloadLatency + 2*target.Row(d.Tile))
+		a := ts + int64(ipu21.TimeToMux(x.Src, d.Tile)) + 1
+		lat := int64(ipu21.PayloadLatency + 2*ipu21.Row(d.Tile))
 		pe := a + lat
 		if n == lat {
 			pe-- // the window's close would fall on the pointer's event
@@ -249,7 +249,7 @@ func place(x *Transfer, acts map[int][]act, free func(int) int64) int64 {
 		}
 		acts[d.Tile] = append(acts[d.Tile],
 			act{at: a, id: "delayxpic", val: int64(x.Src)},
-			act{at: ne, id: "delayxpic", val: target.MuxNeutral},
+			act{at: ne, id: "delayxpic", val: ipu21.MuxNeutral},
 			act{at: pe, id: "delaypic", val: int64(d.Addr >> 2)})
 		end = max(end, ne, a+lat+n)
 	}
@@ -312,15 +312,15 @@ func buildRow(acts []act, h int64) ([]Inst, error) {
 func check(ts []Transfer, opts Options) error {
 	var errs []error
 	tile := func(where string, t int) {
-		if !target.ValidPhysical(t) {
-			errs = append(errs, fmt.Errorf("%s: %d is not a physical tile id (0..%d)", where, t, target.Tiles-1))
+		if !ipu21.ValidPhysical(t) {
+			errs = append(errs, fmt.Errorf("%s: %d is not a physical tile id (0..%d)", where, t, ipu21.Tiles-1))
 		}
 	}
 	span := func(where string, addr uint32, words int) {
 		end := uint64(addr) + 4*uint64(max(words, 0))
-		if addr%4 != 0 || addr < target.SRAMBase || end > target.SRAMEnd {
+		if addr%4 != 0 || addr < ipu21.SRAMBase || end > ipu21.SRAMEnd {
 			errs = append(errs, fmt.Errorf("%s: [%#x,%#x) is not 4-byte aligned inside SRAM [%#x,%#x)",
-				where, addr, end, target.SRAMBase, target.SRAMEnd))
+				where, addr, end, ipu21.SRAMBase, ipu21.SRAMEnd))
 		}
 	}
 	for i, t := range opts.Tiles {

@@ -9,8 +9,8 @@ import (
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/internal/xprog"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/isa"
-	"github.com/ipustack/ipustack/target"
 )
 
 func word(t *testing.T, id string, v ...int64) []uint32 {
@@ -54,7 +54,7 @@ func TestRandomTransfers(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		set := map[int]bool{}
 		for len(set) < 2+rng.IntN(40) {
-			set[rng.IntN(target.Tiles)] = true
+			set[rng.IntN(ipu21.Tiles)] = true
 		}
 		var ids []int
 		for id := range set {

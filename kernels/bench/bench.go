@@ -13,8 +13,8 @@ import (
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Case is one prepared run: argument register values and a checker.
@@ -201,7 +201,7 @@ func (p *prepared) execute() (emu.Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("run %s (%s): %w", p.kernel.Name, p.built.Params, err)
 	}
-	if res.Reason != emu.StopSync || res.Zone != int(target.SyncInternal) {
+	if res.Reason != emu.StopSync || res.Zone != int(ipu21.SyncInternal) {
 		return res, fmt.Errorf("run %s (%s): the kernel did not return to the harness: %s", p.kernel.Name, p.built.Params, res)
 	}
 	return res, nil
@@ -234,7 +234,7 @@ func RunAssuming(name string, given kernels.Params, seed uint64, cache kernels.C
 	if k.MACs != nil {
 		rep.MACs = k.MACs(built.Params)
 		if cycles > 0 {
-			rep.PeakPercent = 100 * float64(rep.MACs) / (float64(target.IPU21().AMPMACsPerCycleF16) * float64(cycles))
+			rep.PeakPercent = 100 * float64(rep.MACs) / (float64(ipu21.IPU21().AMPMACsPerCycleF16) * float64(cycles))
 		}
 	}
 	maxErr, cerr := c.Check(p.tile)

@@ -11,8 +11,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/ipustack/ipustack/device/emu"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // gemmVariant describes one of the AMP GEMM kernels' panel formats.
@@ -45,14 +45,14 @@ func gemmPlace(v gemmVariant, k, c, r int) (gemmPlacement, error) {
 	pl := gemmPlacement{leftBytes: r * k * 2, outBytes: r * c * outElem, rightBytes: k * c * 2}
 	alignUp := func(a, n uint32) uint32 { return (a + n - 1) &^ (n - 1) }
 	pl.left = DataBase
-	pl.out = alignUp(pl.left+uint32(pl.leftBytes), target.InterleavedElementBytes)
+	pl.out = alignUp(pl.left+uint32(pl.leftBytes), ipu21.InterleavedElementBytes)
 	pl.right = alignUp(pl.out+uint32(pl.outBytes), 32)
-	if end := pl.right + uint32(pl.rightBytes); end > target.SRAMEnd {
+	if end := pl.right + uint32(pl.rightBytes); end > ipu21.SRAMEnd {
 		return pl, fmt.Errorf("panels need %d bytes of region 1 (left %d, out %d, right %d); only %d available",
-			end-DataBase, pl.leftBytes, pl.outBytes, pl.rightBytes, target.SRAMEnd-DataBase)
+			end-DataBase, pl.leftBytes, pl.outBytes, pl.rightBytes, ipu21.SRAMEnd-DataBase)
 	}
 	// The operand contract, checked rather than assumed.
-	lo, hi := target.Element(pl.left+uint32(pl.leftBytes)-1), target.Element(pl.out)
+	lo, hi := ipu21.Element(pl.left+uint32(pl.leftBytes)-1), ipu21.Element(pl.out)
 	if lo >= hi {
 		return pl, fmt.Errorf("BUG: left and out share memory element %d", hi)
 	}
@@ -222,7 +222,7 @@ func gemmSetup(v gemmVariant) Setup {
 		// Garbage everywhere in the data area (also in out: the kernel must
 		// not read it before writing), so that stray reads show up as
 		// wrong results and stray writes as changed bytes.
-		before := make([]byte, target.SRAMEnd-DataBase)
+		before := make([]byte, ipu21.SRAMEnd-DataBase)
 		for i := range before {
 			before[i] = byte(rng.Uint32())
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/profile"
 )
@@ -367,15 +367,15 @@ func fileSize(t *testing.T, name string) int64 {
 func TestBrowserReportRealRun(t *testing.T) {
 	ctx := browser(t)
 	t.Setenv("IPUSTACK_DEVICE_LOCK", filepath.Join(t.TempDir(), "lock"))
-	r := build.Recipe{Workload: "mlp", Flags: graph.Flags{MLP: graph.MLPConfig{Batch: 1, Tokens: 50, Dim: 64, Hidden: 96, Blocks: 1}}, Tiles: 16}
+	r := driver.Recipe{Workload: "mlp", Flags: graph.Flags{MLP: graph.MLPConfig{Batch: 1, Tokens: 50, Dim: 64, Hidden: 96, Blocks: 1}}, Tiles: 16}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res, err := build.Compile(context.Background(), build.Config{Recipe: r, Logger: quiet})
+	res, err := driver.Compile(context.Background(), driver.Config{Recipe: r, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.ArtifactDir()
 	file := filepath.Join(dir, "run.prof")
-	m, err := build.Run(context.Background(), res.Package, r, res.Graph, res.Plan, build.RunOptions{Logger: quiet, Profile: file})
+	m, err := driver.Run(context.Background(), res.Package, r, res.Graph, res.Plan, driver.RunOptions{Logger: quiet, Profile: file})
 	if err != nil {
 		t.Fatal(err)
 	}

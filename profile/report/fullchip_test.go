@@ -11,10 +11,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/profile"
-	"github.com/ipustack/ipustack/target"
 )
 
 // rowPaint says per drawn row whether it has a pixel other than the idle
@@ -48,15 +48,15 @@ func TestBrowserReportFullChipRun(t *testing.T) {
 		t.Skip("skipping the browser test: no Chromium or Chrome binary found")
 	}
 	t.Setenv("IPUSTACK_DEVICE_LOCK", filepath.Join(t.TempDir(), "lock"))
-	r := build.Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: target.Tiles}
+	r := driver.Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: ipu21.Tiles}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res, err := build.Compile(context.Background(), build.Config{Recipe: r, Logger: quiet})
+	res, err := driver.Compile(context.Background(), driver.Config{Recipe: r, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.ArtifactDir()
 	file := filepath.Join(dir, "full.prof")
-	m, err := build.Run(context.Background(), res.Package, r, res.Graph, res.Plan, build.RunOptions{Logger: quiet, Profile: file})
+	m, err := driver.Run(context.Background(), res.Package, r, res.Graph, res.Plan, driver.RunOptions{Logger: quiet, Profile: file})
 	if err != nil {
 		t.Fatal(err)
 	}

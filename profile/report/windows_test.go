@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ipustack/ipustack/compiler/build"
+	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/profile"
 )
@@ -20,14 +20,14 @@ import (
 // multicasts).
 func TestRealRunWindows(t *testing.T) {
 	t.Setenv("IPUSTACK_DEVICE_LOCK", filepath.Join(t.TempDir(), "lock"))
-	r := build.Recipe{Workload: "mlp", Flags: graph.Flags{MLP: graph.MLPConfig{Batch: 1, Tokens: 50, Dim: 64, Hidden: 96, Blocks: 1}}, Tiles: 16}
+	r := driver.Recipe{Workload: "mlp", Flags: graph.Flags{MLP: graph.MLPConfig{Batch: 1, Tokens: 50, Dim: 64, Hidden: 96, Blocks: 1}}, Tiles: 16}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res, err := build.Compile(context.Background(), build.Config{Recipe: r, Logger: quiet})
+	res, err := driver.Compile(context.Background(), driver.Config{Recipe: r, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "run.prof")
-	if _, err := build.Run(context.Background(), res.Package, r, res.Graph, res.Plan, build.RunOptions{Logger: quiet, Profile: file}); err != nil {
+	if _, err := driver.Run(context.Background(), res.Package, r, res.Graph, res.Plan, driver.RunOptions{Logger: quiet, Profile: file}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.ReadFile(file)

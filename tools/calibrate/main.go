@@ -37,8 +37,8 @@ import (
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/elf"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels/bench"
-	"github.com/ipustack/ipustack/target"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -188,7 +188,7 @@ func runCall(obj *elf.Object, f figure) (uint64, *emu.Tile, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("run: %w", err)
 	}
-	if res.Reason != emu.StopSync || res.Zone != int(target.SyncInternal) {
+	if res.Reason != emu.StopSync || res.Zone != int(ipu21.SyncInternal) {
 		return 0, nil, fmt.Errorf("entry %s did not return to the harness: %s", f.entry, res)
 	}
 	return bench.CallCycles(res), t, nil

@@ -1,4 +1,4 @@
-package target
+package ipu21
 
 // Tile numbering and exchange-fabric geometry.
 //

@@ -1,4 +1,4 @@
-package target
+package ipu21
 
 // Worker launch and local-sync latencies of the IPU21 tile, calibrated on
 // the reference stack's kernels measured on a real C600 (docs/machine.md,

@@ -1,4 +1,4 @@
-package build
+package driver
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/device/emudev"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/reference"
 	"github.com/ipustack/ipustack/runtime"
-	"github.com/ipustack/ipustack/target"
 	"github.com/x448/float16"
 )
 
@@ -246,7 +246,7 @@ func Run(ctx context.Context, pkg *ipuexe.Package, r Recipe, g *graph.Graph, pl 
 		log.Error("numerical test failed", "worst_index", worst, "row", worst/cols, "col", worst%cols,
 			"got", got[worst], "want", want[worst], "tolerance", tol.String())
 	}
-	tg := target.IPU21()
+	tg := ipu21.IPU21()
 	m := &Metrics{Workload: name, Tiles: len(pkg.Tiles), ActiveTiles: activeTiles(pl),
 		Cycles: res.Cycles, MinimumTileCycles: res.MinimumTileCycles,
 		MaximumAbsoluteError: maxErr, NumericalTest: verdict, Device: dev, Data: "seeded",

@@ -1,4 +1,4 @@
-package target
+package ipu21
 
 // Tile SRAM map. Every tile has the same 624 KiB of SRAM at the same
 // addresses; nothing lives below SRAMBase.

@@ -1,4 +1,4 @@
-package build
+package driver
 
 import (
 	"fmt"
@@ -11,11 +11,11 @@ import (
 	"github.com/ipustack/ipustack/compiler/exchange"
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
 	"github.com/ipustack/ipustack/profile"
 	"github.com/ipustack/ipustack/runtime"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Profile builds the run profile of a package built from pl from the
@@ -35,7 +35,7 @@ func Profile(pkg *ipuexe.Package, pl *low.Plan, res *runtime.Result, workload st
 	if len(pkg.Tiles) != len(pl.Programs) {
 		return nil, fmt.Errorf("profile: package has %d tiles, the plan %d", len(pkg.Tiles), len(pl.Programs))
 	}
-	tg := target.IPU21()
+	tg := ipu21.IPU21()
 	b := profile.NewBuilder(workload, pkg.Target, len(pl.Programs), uint64(tg.ClockHz))
 	logical := map[int]int{}
 	for l := range pl.Programs {
@@ -338,13 +338,13 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []pro
 	if codeEnd > place.CodeBase {
 		segs = append(segs, profile.Segment{Kind: profile.Code, Address: place.CodeBase, Size: codeEnd - place.CodeBase, Name: "runtime and kernels"})
 	}
-	segs = append(segs, profile.Segment{Kind: profile.Activations, Address: target.HostApertureBase,
-		Size: target.HostWriteEnd - target.HostApertureBase, Name: "host write window"})
+	segs = append(segs, profile.Segment{Kind: profile.Activations, Address: ipu21.HostApertureBase,
+		Size: ipu21.HostWriteEnd - ipu21.HostApertureBase, Name: "host write window"})
 	if rows > 0 {
 		segs = append(segs, profile.Segment{Kind: profile.ExchangeRows, Address: place.RowBase, Size: rows, Name: "exchange rows"})
 	}
-	segs = append(segs, profile.Segment{Kind: profile.Code, Address: target.RuntimeStateBase,
-		Size: target.RuntimeStateEnd - target.RuntimeStateBase, Name: "runtime state (samples, row table, loops, worker areas)"})
+	segs = append(segs, profile.Segment{Kind: profile.Code, Address: ipu21.RuntimeStateBase,
+		Size: ipu21.RuntimeStateEnd - ipu21.RuntimeStateBase, Name: "runtime state (samples, row table, loops, worker areas)"})
 	t := &pl.Programs[l]
 	bufs := append([]low.Buffer(nil), t.Buffers...)
 	bufs = append(bufs, low.Buffer{Name: emit.SampleBuf, Bytes: 4 * emit.SampleWords(pl, t)})
@@ -386,7 +386,7 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []pro
 	}
 	data = merged
 	// Free ranges of the data regions.
-	for _, r := range [][2]uint32{{place.DataBase, place.Region0End}, {target.Region1Base, place.Region1End}} {
+	for _, r := range [][2]uint32{{place.DataBase, place.Region0End}, {ipu21.Region1Base, place.Region1End}} {
 		at := r[0]
 		for _, s := range data {
 			if s.Address+s.Size <= r[0] || s.Address >= r[1] {

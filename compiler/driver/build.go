@@ -1,9 +1,9 @@
-// Package build is the compiler driver: a table of stages from a workload
+// Package driver is the compiler driver: a table of stages from a workload
 // graph to an application package, each a span logged with its busy time
 // ("stage=... busy_ms=..."), and the run half that feeds the package with
 // packed host tensors, checks its output against the host reference and
 // computes the metrics line.
-package build
+package driver
 
 import (
 	"context"
@@ -26,9 +26,9 @@ import (
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/target"
 )
 
 // Recipe is what a package was built from. It is stored in the package
@@ -119,8 +119,8 @@ type Stage struct {
 // Validate checks a recipe's tiles and workload flags.
 func (r Recipe) Validate() error {
 	var errs []error
-	if r.Tiles < 1 || r.Tiles > target.Tiles {
-		errs = append(errs, fmt.Errorf("--tiles must be 1..%d (the C600 has %d tiles), got %d", target.Tiles, target.Tiles, r.Tiles))
+	if r.Tiles < 1 || r.Tiles > ipu21.Tiles {
+		errs = append(errs, fmt.Errorf("--tiles must be 1..%d (the C600 has %d tiles), got %d", ipu21.Tiles, ipu21.Tiles, r.Tiles))
 	}
 	if r.Assumptions != "" && !r.Conservative() {
 		errs = append(errs, fmt.Errorf("assumptions %q: want empty (default) or %q", r.Assumptions, emu.ConservativeName))
@@ -161,7 +161,7 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		for i, gg := range c.Mid {
 			grids[i] = [3]int{gg.Rows, gg.Cols, gg.Inner}
 		}
-		mp, err := mid.Rebuild(g, target.IPU21(), r.Tiles, grids)
+		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
 		}
@@ -210,7 +210,7 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	res, err := mid.Search(g, target.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative})
+	res, err := mid.Search(g, ipu21.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative})
 	if err != nil {
 		log.Info("mid planner not applicable", "err", err)
 		return nil, err
@@ -422,7 +422,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			res.Package.Recipe = string(rj)
 			recordTensorShapes(res.Package, res.Graph)
-			return res.Package.Validate(target.IPU21())
+			return res.Package.Validate(ipu21.IPU21())
 		}},
 	}
 	t0 := time.Now()

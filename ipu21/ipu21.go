@@ -1,4 +1,4 @@
-// Package target describes the Graphcore IPU21 (the chip of the C600 card)
+// Package ipu21 describes the Graphcore IPU21 (the chip of the C600 card)
 // as plain data plus a few small functions.
 //
 // It owns every machine fact the rest of ipustack relies on: tile count and
@@ -20,7 +20,7 @@
 //
 // The package imports no other package of this module, so every layer
 // (compiler, assembler, emulator, runtime) can depend on it.
-package target
+package ipu21
 
 import "fmt"
 
