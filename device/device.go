@@ -44,7 +44,7 @@ const DefaultName = "emu"
 type Info struct {
 	Name    string  // registry name ("emu")
 	Path    string  // what the logs call the device ("emulator:ipu21")
-	Target  string  // target.Lookup name of the chip
+	Target  string  // ipu21.Lookup name of the chip
 	Tiles   int     // tiles the chip has
 	ClockHz float64 // tile clock
 }
@@ -61,7 +61,7 @@ type Device interface {
 	Initialize(ctx context.Context) error
 	// ReplayConfig writes the configuration registers in order.
 	ReplayConfig(ctx context.Context, writes []config.Write) error
-	// Load writes every tile image (in batches of target.LoaderBatchTiles
+	// Load writes every tile image (in batches of ipu21.LoaderBatchTiles
 	// tiles, then the startup mark: the number of batches), starts every
 	// tile at its entry point and returns once the application's runtime
 	// code has completed its initial synchronization (every tile waits at

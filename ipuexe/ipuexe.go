@@ -50,7 +50,7 @@ const HeaderSize = envelope.HeaderSize
 type Package struct {
 	// CompilerVersion identifies the ipustack build that wrote the package.
 	CompilerVersion string
-	// Target is the target.Lookup name of the chip ("ipu21").
+	// Target is the ipu21.Lookup name of the chip ("ipu21").
 	Target string
 	// MemoryBase and MemorySize are the tile SRAM the package was built
 	// for; Validate checks them against the target, so a package built for
@@ -91,7 +91,7 @@ type Package struct {
 
 // Tile is the image of one tile.
 type Tile struct {
-	// Physical is the physical tile id (target.ValidPhysical).
+	// Physical is the physical tile id (ipu21.ValidPhysical).
 	Physical uint32
 	// Entry is the address the supervisor starts at; it must lie in an
 	// executable segment.

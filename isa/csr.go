@@ -54,7 +54,7 @@ var csrTables = map[CSRSpace]map[string]int64{
 		"pc": 0x00, "ssr": 0x01, "cr": 0x02, "tile_id": 0x03,
 		"fp_ictl": 0x20,
 		// $WORKERn_BASE, n = 0..5, one per worker context (0-based, as in
-		// graphcore-ipu-research and target.CSRWorker0Base).
+		// graphcore-ipu-research and ipu21.CSRWorker0Base).
 		"worker0_base": 0x21, "worker1_base": 0x22, "worker2_base": 0x23,
 		"worker3_base": 0x24, "worker4_base": 0x25, "worker5_base": 0x26,
 		"fp_infmt": 0x31, "fp_iscl": 0x33,

@@ -14,7 +14,7 @@ import (
 // sample area, a buffer (SampleBuf) that compiler/place places with the
 // tile's other buffers: word 0 is a cursor, then one word per step in
 // execution order, then a scratch word. run.start and run.end stay at
-// target.ProfileStartCycle and ProfileEndCycle.
+// ipu21.ProfileStartCycle and ProfileEndCycle.
 //
 // A sample is six supervisor instructions: get, setzi (the cursor's
 // address), ld32 (the cursor), st32 (the sample), add, st32 (the cursor
@@ -46,7 +46,7 @@ type TimedStep struct {
 
 // TimedSteps lists the sampled steps of a tile's "run" call in execution
 // order (loops expanded when sampled per iteration: ringSamples). The
-// last is run.end (sampled at target.ProfileEndCycle); the others are the
+// last is run.end (sampled at ipu21.ProfileEndCycle); the others are the
 // sample area's words 1.. in order.
 func TimedSteps(pl *low.Plan, t *low.TileProgram) []TimedStep {
 	return timedSteps(pl, t, ringSamples(pl, t))

@@ -148,7 +148,7 @@ type HostSlice struct {
 	// Block, when set, says which rectangle of the tensor's matrix the
 	// slice holds and in which element order (plans lowered from
 	// compiler/mid); the host packs and unpacks such slices generically.
-	// Nil for the v0 family, whose layouts compiler/build knows.
+	// Nil for the v0 family, whose layouts compiler/driver knows.
 	Block *Rect
 }
 

@@ -33,7 +33,7 @@
 // resident or streamed per block: see mlp.go.
 //
 // Host-side layouts (the host packs inputs and weights before upload and
-// unpacks outputs after read-back; see compiler/build/host.go):
+// unpacks outputs after read-back; see compiler/driver/host.go):
 //   - GEMM input x: the row blocks' AMP left panels, concatenated in i
 //     order, K zero-padded to a multiple of 16;
 //   - a weight [K][N] used as GEMM right operand: the column blocks' AMP right

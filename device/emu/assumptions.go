@@ -80,7 +80,7 @@ var assumptions = []Assumption{
 	{
 		Name: "worker-launch-latency",
 		Rule: "A worker started by run/runall in cycle c first issues in the first cycle of its slot at or after c+1+25 " +
-			"(target.WorkerLaunchCycles = 25); its slot is taken from the supervisor from cycle c.",
+			"(ipu21.WorkerLaunchCycles = 25); its slot is taken from the supervisor from cycle c.",
 		Evidence: "Fitted, not public: the reference's gemm_f16_amp.S (osmarks/ipu-stack ce7c7e9, 2026-08-17) at the six measured C600 " +
 			"shapes of IPU21.md ran 0.944-0.978 of the hardware cycles with no latency (18-33 cycles per runall short); one launch latency " +
 			"of 25 cycles puts all six within 0.988-1.008 (docs/machine.md, Calibration: `go run ./tools/calibrate`). The GEMM figures " +
@@ -90,7 +90,7 @@ var assumptions = []Assumption{
 	},
 	{
 		Name:         "sync-local-immediate",
-		Rule:         "sync 2 (LOCAL) resumes the supervisor in the first cycle after the last worker's exit (target.LocalSyncCycles = 0); exitz/exitnz take no extra cycles.",
+		Rule:         "sync 2 (LOCAL) resumes the supervisor in the first cycle after the last worker's exit (ipu21.LocalSyncCycles = 0); exitz/exitnz take no extra cycles.",
 		Evidence:     "Saghetti0 docs/sync zones.md gives zone 2's meaning, not its latency. Fitted with worker-launch-latency on the measured GEMM figures: any sync latency (3-18 tried) widens the spread, so the fit gives 0.",
 		Conservative: "An added rendezvous latency (higher cycle counts; not a correctness matter).",
 	},

@@ -186,7 +186,7 @@ func (t *Tile) Run(maxCycles uint64) (Result, error) {
 	}
 }
 
-const localZone = 2 // target.SyncLocal
+const localZone = 2 // ipu21.SyncLocal
 
 // issue executes one bundle of context c at cycle t.cycle.
 func (t *Tile) issue(c *Context) {
