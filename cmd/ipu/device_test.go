@@ -41,7 +41,7 @@ func TestC600WithoutCard(t *testing.T) {
 func TestBootloaderFlagNeedsC600(t *testing.T) {
 	t.Setenv(lock.EnvPath, filepath.Join(t.TempDir(), "lock"))
 	code, _, errs := ipu(t, "diagnose", "--log-level", "warn", "--tiles", "1", "--bootloader", "boot.elf")
-	if code == 0 || !strings.Contains(errs, `--bootloader applies to --device c600 only, not "emu"`) {
+	if code == 0 || !strings.Contains(errs, `--bootloader applies to --device c600 and c600-model only, not "emu"`) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }

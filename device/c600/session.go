@@ -150,4 +150,3 @@ func (s *session) Close() error {
 	}
 	return nil
 }
-
