@@ -45,3 +45,19 @@ func TestBootloaderFlagNeedsC600(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+// TestC600ModelDiagnose: the driver over the card model passes the
+// diagnostic with the emulator's cycles and host traffic.
+func TestC600ModelDiagnose(t *testing.T) {
+	summary := func(dev string) string {
+		code, out, errs := ipu(t, "diagnose", "--log-level", "warn", "--tiles", "70", "--device", dev)
+		if code != 0 || !strings.HasPrefix(out, "PASS tiles=70 ") {
+			t.Fatalf("%s: exit %d\n%s\n%s", dev, code, out, errs)
+		}
+		f := strings.Fields(out)
+		return strings.Join(f[:6], " ") // PASS tiles= exchangeCycles= runCycles= hostPacketsIn= hostPacketsOut=
+	}
+	if e, m := summary("emu"), summary("c600-model"); e != m {
+		t.Fatalf("emu: %s\nc600-model: %s", e, m)
+	}
+}
