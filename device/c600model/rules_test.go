@@ -189,6 +189,7 @@ func TestRulesThroughTheDriver(t *testing.T) {
 			tc := c.tamper
 			tc.Card, tc.n = m, map[uint32]int{}
 			err := drive(t, d, &tc, m, c.extra...)
+			t.Log(err)
 			var re *c600model.RuleError
 			if c.rule == "" {
 				re = &c600model.RuleError{}
