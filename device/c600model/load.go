@@ -57,52 +57,9 @@ func (c *Card) batch() error {
 	if ccsr := c.regs[c600.RegCCSR]; ccsr&(c600.CCSRNoSnoop|c600.CCSRECRC) != 0 {
 		return refuse(RuleXB, "batch %d with CCSR %#x: no-snoop (bit 1) and ECRC (bit 10) must be clear", c.batches, ccsr)
 	}
-	le := binary.LittleEndian
-	images := map[int][]byte{}
-	for slot := range ipu21.LoaderBatchTiles {
-		off, n := le.Uint32(buf[slot*8:]), le.Uint32(buf[slot*8+4:])
-		where := fmt.Sprintf("batch %d slot %d", c.batches, slot)
-		if n == 0 {
-			continue
-		}
-		if n > c600.MaxFrames {
-			return refuse(RuleFrames, "%s: %d frames, the bootloader accepts at most %d", where, n, c600.MaxFrames)
-		}
-		if off < c600.DescriptorBytes || uint64(off)+uint64(n)*c600.FrameBytes > uint64(len(buf)) {
-			return refuse(RuleFrame, "%s: frames at %#x (+%d KiB) are outside the transport buffer past the descriptors", where, off, n)
-		}
-		tile := -1
-		img := make([]byte, 0, int(n)*c600.FramePayload)
-		for k := range n {
-			f := buf[int(off)+int(k)*c600.FrameBytes:][:c600.FrameBytes]
-			idx, t, flags, zero := le.Uint32(f[0:]), le.Uint32(f[4:]), le.Uint32(f[8:]), le.Uint32(f[12:])
-			wantFlags := uint32(0)
-			if k == n-1 {
-				wantFlags = c600.LastFrameFlag
-			}
-			fw := fmt.Sprintf("%s frame %d", where, k)
-			switch {
-			case idx != k:
-				return refuse(RuleFrame, "%s: header index %d", fw, idx)
-			case !ipu21.ValidPhysical(int(t)) || (tile >= 0 && int(t) != tile):
-				return refuse(RuleFrame, "%s: header tile %d (the slot's frames name tile %d)", fw, t, tile)
-			case flags != wantFlags:
-				return refuse(RuleFrame, "%s: header flags %#x, want %#x", fw, flags, wantFlags)
-			case zero != 0:
-				return refuse(RuleFrame, "%s: header word 3 is %#x, want 0", fw, zero)
-			case slices.ContainsFunc(f[c600.FrameBytes-c600.FrameTrailer:], func(b byte) bool { return b != 0xFF }):
-				return refuse(RuleFrame, "%s: trailer %x, want 16 bytes of 0xFF", fw, f[c600.FrameBytes-c600.FrameTrailer:])
-			}
-			tile = int(t)
-			img = append(img, f[c600.FrameHeader:c600.FrameBytes-c600.FrameTrailer]...)
-		}
-		if tile >= c.bootTiles {
-			return refuse(RuleBootloader, "%s: tile %d has no bootloader (the autoloader installed it on tiles 0..%d)", where, tile, c.bootTiles-1)
-		}
-		if _, dup := c.images[tile]; dup || images[tile] != nil {
-			return refuse(RuleFrame, "%s: tile %d was loaded already", where, tile)
-		}
-		images[tile] = img
+	images, err := readBatch(buf, c.batches, c.bootTiles, c.images)
+	if err != nil {
+		return err
 	}
 	if len(images) == 0 {
 		return refuse(RuleHandshake, "batch %d: GS1 = 1 with no tile in the transport buffer (neither a batch nor the execute sentinel)", c.batches)
@@ -170,4 +127,64 @@ func (c *Card) finalMark(mark int) error {
 	}
 	c.ph = phLoaded
 	return nil
+}
+
+// readBatch reads one batch's descriptors and frames out of buf (the
+// bootloader's side of the frame format): the image of every tile, by
+// physical id. loaded are the tiles of earlier batches; bootTiles the tiles
+// that have the bootloader.
+func readBatch(buf []byte, batch, bootTiles int, loaded map[int][]byte) (map[int][]byte, error) {
+	if len(buf) < c600.DescriptorBytes {
+		return nil, refuse(RuleTransport, "a transport buffer of %d bytes has no descriptor area", len(buf))
+	}
+	le := binary.LittleEndian
+	images := map[int][]byte{}
+	for slot := range ipu21.LoaderBatchTiles {
+		off, n := le.Uint32(buf[slot*8:]), le.Uint32(buf[slot*8+4:])
+		where := fmt.Sprintf("batch %d slot %d", batch, slot)
+		if n == 0 {
+			continue
+		}
+		if n > c600.MaxFrames {
+			return nil, refuse(RuleFrames, "%s: %d frames, the bootloader accepts at most %d", where, n, c600.MaxFrames)
+		}
+		if off < c600.DescriptorBytes || uint64(off)+uint64(n)*c600.FrameBytes > uint64(len(buf)) {
+			return nil, refuse(RuleFrame, "%s: frames at %#x (+%d KiB) are outside the transport buffer past the descriptors", where, off, n)
+		}
+		tile := -1
+		img := make([]byte, 0, int(n)*c600.FramePayload)
+		for k := range n {
+			f := buf[int(off)+int(k)*c600.FrameBytes:][:c600.FrameBytes]
+			idx, t, flags, zero := le.Uint32(f[0:]), le.Uint32(f[4:]), le.Uint32(f[8:]), le.Uint32(f[12:])
+			wantFlags := uint32(0)
+			if k == n-1 {
+				wantFlags = c600.LastFrameFlag
+			}
+			fw := fmt.Sprintf("%s frame %d", where, k)
+			switch {
+			case idx != k:
+				return nil, refuse(RuleFrame, "%s: header index %d", fw, idx)
+			case !ipu21.ValidPhysical(int(t)):
+				return nil, refuse(RuleFrame, "%s: header tile %d is not a physical tile (0..%d)", fw, t, ipu21.Tiles-1)
+			case tile >= 0 && int(t) != tile:
+				return nil, refuse(RuleFrame, "%s: header tile %d, the slot's earlier frames name tile %d", fw, t, tile)
+			case flags != wantFlags:
+				return nil, refuse(RuleFrame, "%s: header flags %#x, want %#x", fw, flags, wantFlags)
+			case zero != 0:
+				return nil, refuse(RuleFrame, "%s: header word 3 is %#x, want 0", fw, zero)
+			case slices.ContainsFunc(f[c600.FrameBytes-c600.FrameTrailer:], func(b byte) bool { return b != 0xFF }):
+				return nil, refuse(RuleFrame, "%s: trailer %x, want 16 bytes of 0xFF", fw, f[c600.FrameBytes-c600.FrameTrailer:])
+			}
+			tile = int(t)
+			img = append(img, f[c600.FrameHeader:c600.FrameBytes-c600.FrameTrailer]...)
+		}
+		if tile >= bootTiles {
+			return nil, refuse(RuleBootloader, "%s: tile %d has no bootloader (the autoloader installed it on tiles 0..%d)", where, tile, bootTiles-1)
+		}
+		if _, dup := loaded[tile]; dup || images[tile] != nil {
+			return nil, refuse(RuleFrame, "%s: tile %d was loaded already", where, tile)
+		}
+		images[tile] = img
+	}
+	return images, nil
 }
