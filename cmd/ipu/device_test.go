@@ -61,3 +61,18 @@ func TestC600ModelDiagnose(t *testing.T) {
 		t.Fatalf("emu: %s\nc600-model: %s", e, m)
 	}
 }
+
+// TestC600ModelRun: a small GEMM built and run on the card model through
+// the driver gives the emulator's metrics line, the device name aside.
+func TestC600ModelRun(t *testing.T) {
+	line := func(dev string) string {
+		code, out, errs := ipu(t, "run", "--log-level", "warn", "--workload", "gemm", "--m", "64", "--k", "64", "--n", "64", "--tiles", "4", "--device", dev)
+		if code != 0 || !strings.Contains(out, "numericalTest=PASS") {
+			t.Fatalf("%s: exit %d\n%s\n%s", dev, code, out, errs)
+		}
+		return strings.Replace(strings.TrimSpace(out), "device="+dev, "device=DEV", 1)
+	}
+	if e, m := line("emu"), line("c600-model"); e != m || !strings.Contains(e, "cycles=") {
+		t.Fatalf("emu:        %s\nc600-model: %s", e, m)
+	}
+}

@@ -240,8 +240,13 @@ func (c *Card) Ioctl(req uint32, arg uint64) error {
 	case c600.IoctlBufferDetachAll:
 		clear(c.buffers)
 		c.pages = nil
-		if c.ph == phSessionStart {
+		switch c.ph {
+		case phSessionStart:
 			c.detached = true
+		case phSession:
+			// The session ends with its pages; the tiles keep waiting at
+			// their host sync for the next session.
+			c.ph, c.hs = phLoaded, nil
 		}
 	default:
 		return refuse(RuleIoctl, "ioctl %#x is not a request the card answers", req)

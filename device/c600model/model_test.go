@@ -11,7 +11,6 @@ import (
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/c600model"
 	"github.com/ipustack/ipustack/internal/diag"
-	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/runtime"
 )
 
@@ -66,4 +65,55 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
-var _ = ipuexe.OutputPoison
+
+// TestTwoSessions: a session closed and a new one started on the loaded
+// application runs its calls again.
+func TestTwoSessions(t *testing.T) {
+	ctx := context.Background()
+	d, err := diag.Build(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := c600model.New(c600model.Options{})
+	defer dev.Close()
+	writes, err := runtime.DefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.ReplayConfig(ctx, writes); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Load(ctx, d.Package, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		s, err := dev.StartSession(ctx)
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		if i == 0 {
+			if _, err := s.Call(ctx, "initialize", d.Weights, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := map[string][]byte{}
+		if _, err := s.Call(ctx, "run", d.Inputs, out); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		if diffs, err := d.Check(out["results"]); err != nil || len(diffs) > 0 {
+			t.Fatalf("session %d: %v %s", i, err, diag.Report(diffs, 5))
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dev.Card() == nil || dev.Card().Chip() == nil || dev.Info().Name != c600model.Name {
+		t.Fatal("the model's card and chip")
+	}
+}
