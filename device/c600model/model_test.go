@@ -65,7 +65,6 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
-
 // TestTwoSessions: a session closed and a new one started on the loaded
 // application runs its calls again.
 func TestTwoSessions(t *testing.T) {
