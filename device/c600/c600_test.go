@@ -118,3 +118,31 @@ func TestLoadRefusesBeforeTouchingTheCard(t *testing.T) {
 		t.Fatalf("session before load: %v", err)
 	}
 }
+
+func TestReadTileWordsRefusesBadArguments(t *testing.T) {
+	f := &fakeCard{regs: map[uint32]uint32{}}
+	d := fakeDevice(f, stSession, Options{})
+	for _, c := range []struct {
+		tile int
+		addr uint32
+		want string
+	}{
+		{1472, ipu21.SRAMBase, "no tile 1472 (physical ids are 0..1471)"},
+		{0, ipu21.SRAMBase + 2, "debug read at 0x4c002: want a 4-aligned address in SRAM"},
+		{0, ipu21.SRAMEnd, "want a 4-aligned address in SRAM"},
+	} {
+		if _, err := d.ReadTileWords(c.tile, []uint32{c.addr}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("tile %d %#x: %v, want %q", c.tile, c.addr, err, c.want)
+		}
+	}
+	if len(f.log) != 0 {
+		t.Fatalf("bad reads touched the card: %q", f.log)
+	}
+	// A debug interface that stays busy times out naming the register.
+	f.regs[TDIAddress(5, TDIContextStatus)] = 2 // context 0 stopped
+	f.regs[TDIAddress(5, TDIStatus)] = TDIStatusBusy
+	_, err := d.ReadTileWords(5, []uint32{ipu21.SRAMBase})
+	if err == nil || !strings.Contains(err.Error(), "instruction 0x43008070: tile 5 TDI status busy (0x30160): waited 2s for 0x0 under mask 0x8, read 0x8") {
+		t.Fatalf("busy interface: %v", err)
+	}
+}
