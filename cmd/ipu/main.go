@@ -6,7 +6,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	_ "github.com/ipustack/ipustack/device/c600" // the real-card backend ("c600[:/dev/ipuN]")
+	_ "github.com/ipustack/ipustack/device/c600"      // the real-card backend ("c600[:/dev/ipuN]")
+	_ "github.com/ipustack/ipustack/device/c600model" // the driver over the card model ("c600-model")
 	"io"
 	"log/slog"
 	"os"

@@ -3,6 +3,7 @@ package c600
 import (
 	"bytes"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -63,15 +64,32 @@ func ParseBootloader(name string, data []byte) (*Bootloader, error) {
 	return &Bootloader{Path: name, Image: img}, nil
 }
 
-// waitTimeout bounds every poll of the card.
-const waitTimeout = 2 * time.Second
+// loadBootloader reads the bootloader the options give: the file, or the
+// in-memory ELF.
+func (o Options) loadBootloader() (*Bootloader, error) {
+	switch {
+	case o.BootloaderELF != nil:
+		return ParseBootloader("(in memory)", o.BootloaderELF)
+	case o.Bootloader != "":
+		return ReadBootloader(o.Bootloader)
+	}
+	return nil, errors.New("no bootloader: give the SDK's bin/ipu/tile_bootloader_cc_ipu21.elf (--bootloader, c600.Options.Bootloader)")
+}
+
+// waitTimeout bounds a poll of the autoloader and the tile debug
+// interface; handshakeTimeout a poll of an HSP mark, which waits for the
+// tiles (a batch written into tile memory, a phase of a call).
+const (
+	waitTimeout      = 2 * time.Second
+	handshakeTimeout = 10 * time.Second
+)
 
 // waitFor polls reg until (value & mask) == want, failing after timeout
 // with the register, the value expected and the value read.
-func waitFor(c card, name string, reg, mask, want uint32, timeout time.Duration) error {
+func waitFor(c Card, name string, reg, mask, want uint32, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		v, err := c.read(reg)
+		v, err := c.ReadRegister(reg)
 		if err != nil {
 			return fmt.Errorf("waiting for %s (%#x): %w", name, reg, err)
 		}
@@ -90,30 +108,30 @@ func waitFor(c card, name string, reg, mask, want uint32, timeout time.Duration)
 // at bit 10, CSR = DATA_PRESENT|GO|pointer, poll until GO clears; TARGET =
 // zone 32 | 624 KiB at bit 10 | KiB, CSR = (tiles-1)<<9 | GO | pointer,
 // poll again. pointer is the last word's index modulo 64.
-func installBootloader(c card, b *Bootloader, tiles int) error {
-	if err := c.write(regAutoldCSR, 0); err != nil {
+func installBootloader(c Card, b *Bootloader, tiles int) error {
+	if err := c.WriteRegister(RegAutoldCSR, 0); err != nil {
 		return err
 	}
 	for i := 0; i+4 <= len(b.Image); i += 4 {
 		w := uint32(b.Image[i]) | uint32(b.Image[i+1])<<8 | uint32(b.Image[i+2])<<16 | uint32(b.Image[i+3])<<24
-		if err := c.write(regAutoldData, w); err != nil {
+		if err := c.WriteRegister(RegAutoldData, w); err != nil {
 			return err
 		}
 	}
 	kib := uint32(len(b.Image) / 1024)
-	ptr := uint32(len(b.Image)/4-1) & autoldPointerMask
+	ptr := uint32(len(b.Image)/4-1) & AutoldPointerMask
 	steps := []struct{ target, csr uint32 }{
-		{autoldZone | kib<<autoldKiBShift, autoldDataPresent | autoldGo | ptr},
-		{autoldZone | 624<<autoldKiBShift | kib, uint32(tiles-1)<<autoldTileShift | autoldGo | ptr},
+		{AutoldZone | kib<<AutoldKiBShift, AutoldDataPresent | AutoldGo | ptr},
+		{AutoldZone | 624<<AutoldKiBShift | kib, uint32(tiles-1)<<AutoldTileShift | AutoldGo | ptr},
 	}
 	for i, s := range steps {
-		if err := c.write(regAutoldTarget, s.target); err != nil {
+		if err := c.WriteRegister(RegAutoldTarget, s.target); err != nil {
 			return err
 		}
-		if err := c.write(regAutoldCSR, s.csr); err != nil {
+		if err := c.WriteRegister(RegAutoldCSR, s.csr); err != nil {
 			return err
 		}
-		if err := waitFor(c, "AUTOLD_CSR GO", regAutoldCSR, autoldGo, 0, waitTimeout); err != nil {
+		if err := waitFor(c, "AUTOLD_CSR GO", RegAutoldCSR, AutoldGo, 0, waitTimeout); err != nil {
 			return fmt.Errorf("bootloader step %d of 2: %w", i+1, err)
 		}
 	}

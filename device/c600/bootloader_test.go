@@ -76,10 +76,10 @@ func TestParseBootloader(t *testing.T) {
 // autoCard completes autoloader runs at once (GO reads back clear).
 type autoCard struct{ fakeCard }
 
-func (a *autoCard) read(off uint32) (uint32, error) {
-	v, err := a.fakeCard.read(off)
-	if off == regAutoldCSR {
-		v &^= autoldGo
+func (a *autoCard) ReadRegister(off uint32) (uint32, error) {
+	v, err := a.fakeCard.ReadRegister(off)
+	if off == RegAutoldCSR {
+		v &^= AutoldGo
 	}
 	return v, err
 }
@@ -105,8 +105,8 @@ func TestInstallBootloader(t *testing.T) {
 	}
 	// A GO bit that never clears is a timeout naming the register, the
 	// value expected and the value read.
-	f := &fakeCard{regs: map[uint32]uint32{regAutoldCSR: autoldGo | 5}}
-	err := waitFor(f, "AUTOLD_CSR GO", regAutoldCSR, autoldGo, 0, time.Millisecond)
+	f := &fakeCard{regs: map[uint32]uint32{RegAutoldCSR: AutoldGo | 5}}
+	err := waitFor(f, "AUTOLD_CSR GO", RegAutoldCSR, AutoldGo, 0, time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "AUTOLD_CSR GO (0x2068): waited 1ms for 0x0 under mask 0x100, read 0x105") {
 		t.Fatalf("stuck GO: %v", err)
 	}

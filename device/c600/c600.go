@@ -1,11 +1,9 @@
 package c600
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/config"
@@ -18,49 +16,63 @@ const Name = "c600"
 
 func init() {
 	device.RegisterHardware(Name, DefaultNode, func(opts device.Options) (device.Device, error) {
-		node := opts.Node
-		if node == "" {
-			node = DefaultNode
-		}
-		d := &Device{node: node}
+		var o Options
 		switch b := opts.Backend.(type) {
 		case nil:
 		case Options:
-			d.opts = b
+			o = b
 		case *Options:
 			if b != nil {
-				d.opts = *b
+				o = *b
 			}
 		default:
 			return nil, fmt.Errorf("c600 backend options must be c600.Options, not %T", opts.Backend)
 		}
-		return d, nil
+		return New(opts.Node, o, OpenCard), nil
 	})
 }
 
 // Options configure the card.
 type Options struct {
 	// Bootloader is the SDK's tile bootloader ELF
-	// (bin/ipu/tile_bootloader_cc_ipu21.elf); Load needs it.
-	Bootloader string
+	// (bin/ipu/tile_bootloader_cc_ipu21.elf); Load needs it, or
+	// BootloaderELF, the same file's bytes.
+	Bootloader    string
+	BootloaderELF []byte
 }
 
-// card is what the driver needs of an opened card: the configuration
-// window and the ioctls. The real card (card_linux.go) implements it.
-type card interface {
-	read(off uint32) (uint32, error)
-	write(off, v uint32) error
-	ioctl(req uintptr, arg uintptr) error
-	mailbox(req [5]uint32) ([5]uint32, error)
-	setSecondaryID(id uint32) error
-	close() error
-}
+type state uint8
 
-// Device is one C600 card.
+const (
+	stNew state = iota
+	stOpen
+	stInit
+	stLoaded
+	stSession
+	stClosed
+)
+
+var stateNames = [...]string{"new", "open", "initialized", "loaded", "in a session", "closed"}
+
+// Device is one C600 card, driven through a Card.
 type Device struct {
-	opts Options
-	node string
-	c    card
+	opts    Options
+	node    string
+	open    Opener
+	c       Card
+	st      state
+	plan    *ipuexe.HostPlan
+	mark    int
+	session *session
+}
+
+// New makes the driver of the card at node ("" is DefaultNode), opened by
+// open when Open is called: OpenCard for a real card.
+func New(node string, opts Options, open Opener) *Device {
+	if node == "" {
+		node = DefaultNode
+	}
+	return &Device{opts: opts, node: node, open: open}
 }
 
 // Info describes the card.
@@ -68,56 +80,66 @@ func (d *Device) Info() device.Info {
 	return device.Info{Name: Name, Path: d.node, Target: "ipu21", Tiles: ipu21.Tiles, ClockHz: ipu21.ClockHz}
 }
 
-// Open opens the device node, maps the configuration window and attaches
-// (USER_ATTACH 0, SET_IPU_ID 0).
-func (d *Device) Open(ctx context.Context) error {
-	if d.c != nil {
-		return fmt.Errorf("c600 %s: already open", d.node)
+func (d *Device) need(op string, want ...state) error {
+	for _, w := range want {
+		if d.st == w {
+			return nil
+		}
 	}
-	c, err := openCard(d.node)
+	return fmt.Errorf("c600 %s: %s: the device is %s", d.node, op, stateNames[d.st])
+}
+
+// Open opens the card (the device node, the configuration window) and
+// attaches (USER_ATTACH 0, SET_IPU_ID 0).
+func (d *Device) Open(ctx context.Context) error {
+	if err := d.need("open", stNew); err != nil {
+		return err
+	}
+	c, err := d.open(d.node)
 	if err != nil {
 		return err
 	}
 	for _, s := range []struct {
 		what string
-		req  uintptr
-	}{{"USER_ATTACH", ioctlUserAttach}, {"SET_IPU_ID", ioctlSetIPUID}} {
-		if err := c.ioctl(s.req, 0); err != nil {
-			c.close()
+		req  uint32
+	}{{"USER_ATTACH", IoctlUserAttach}, {"SET_IPU_ID", IoctlSetIPUID}} {
+		if err := c.Ioctl(s.req, 0); err != nil {
+			c.Close()
 			return fmt.Errorf("c600 %s: %s (%#x): %w", d.node, s.what, s.req, err)
 		}
 	}
-	d.c = c
+	d.c, d.st = c, stOpen
 	return ctx.Err()
 }
 
 // Initialize runs the reset sequence: STOP_MONITORING, the mailbox check,
 // START_MONITORING, ACCUMULATE_ERRORS, RESET_DEVICE, SET_SECONDARY_IPU_ID.
 func (d *Device) Initialize(ctx context.Context) error {
-	if d.c == nil {
-		return fmt.Errorf("c600 %s: initialize: the device is not open", d.node)
+	if err := d.need("initialize", stOpen, stInit, stLoaded); err != nil {
+		return err
 	}
-	if err := d.c.ioctl(ioctlStopMonitoring, 0); err != nil {
+	if err := d.c.Ioctl(IoctlStopMonitoring, 0); err != nil {
 		return fmt.Errorf("c600 %s: STOP_MONITORING: %w", d.node, err)
 	}
-	resp, err := d.c.mailbox([5]uint32{mailboxReset})
+	resp, err := d.c.Mailbox([5]uint32{MailboxReset})
 	if err != nil {
 		return fmt.Errorf("c600 %s: MAILBOX_WRITE_READ: %w", d.node, err)
 	}
-	if resp[0]>>16 != mailboxReset>>16 {
-		return fmt.Errorf("c600 %s: mailbox reset response %#08x: want high 16 bits %#04x", d.node, resp[0], mailboxReset>>16)
+	if resp[0]>>16 != MailboxReset>>16 {
+		return fmt.Errorf("c600 %s: mailbox reset response %#08x: want high 16 bits %#04x", d.node, resp[0], MailboxReset>>16)
 	}
 	for _, s := range []struct {
 		what string
-		req  uintptr
-	}{{"START_MONITORING", ioctlStartMonitoring}, {"ACCUMULATE_ERRORS", ioctlAccumulateErrors}, {"RESET_DEVICE", ioctlResetDevice}} {
-		if err := d.c.ioctl(s.req, 0); err != nil {
+		req  uint32
+	}{{"START_MONITORING", IoctlStartMonitoring}, {"ACCUMULATE_ERRORS", IoctlAccumulateErrors}, {"RESET_DEVICE", IoctlResetDevice}} {
+		if err := d.c.Ioctl(s.req, 0); err != nil {
 			return fmt.Errorf("c600 %s: %s: %w", d.node, s.what, err)
 		}
 	}
-	if err := d.c.setSecondaryID(0); err != nil {
+	if err := d.c.SetSecondaryID(0); err != nil {
 		return fmt.Errorf("c600 %s: SET_SECONDARY_IPU_ID: %w", d.node, err)
 	}
+	d.plan, d.mark, d.st = nil, 0, stInit
 	return ctx.Err()
 }
 
@@ -125,87 +147,47 @@ func (d *Device) Initialize(ctx context.Context) error {
 // GS2 (the capture's protocol writes), then zeroes both and checks they
 // read 0.
 func (d *Device) ReplayConfig(ctx context.Context, writes []config.Write) error {
-	if d.c == nil {
-		return fmt.Errorf("c600 %s: replay configuration: the device is not open", d.node)
+	if err := d.need("replay configuration", stInit); err != nil {
+		return err
 	}
 	for i, w := range writes {
-		if w.Offset == regHSPGS1 || w.Offset == regHSPGS2 {
+		if w.Offset == RegHSPGS1 || w.Offset == RegHSPGS2 {
 			continue
 		}
-		if err := d.c.write(w.Offset, w.Value); err != nil {
+		if err := d.c.WriteRegister(w.Offset, w.Value); err != nil {
 			return fmt.Errorf("c600 %s: configuration write %d: %w", d.node, i, err)
 		}
 	}
 	for _, r := range []struct {
 		name string
 		off  uint32
-	}{{"HSP_GS1", regHSPGS1}, {"HSP_GS2", regHSPGS2}} {
-		if err := d.c.write(r.off, 0); err != nil {
+	}{{"HSP_GS1", RegHSPGS1}, {"HSP_GS2", RegHSPGS2}} {
+		if err := d.c.WriteRegister(r.off, 0); err != nil {
 			return fmt.Errorf("c600 %s: clearing %s: %w", d.node, r.name, err)
 		}
-		v, err := d.c.read(r.off)
+		v, err := d.c.ReadRegister(r.off)
 		if err != nil {
 			return fmt.Errorf("c600 %s: reading %s: %w", d.node, r.name, err)
 		}
-		if v&hspMark != 0 {
-			return fmt.Errorf("c600 %s: %s (%#x) did not clear: want mark 0, read %d", d.node, r.name, r.off, v&hspMark)
+		if v&HSPMark != 0 {
+			return fmt.Errorf("c600 %s: %s (%#x) did not clear: want mark 0, read %d", d.node, r.name, r.off, v&HSPMark)
 		}
 	}
 	return ctx.Err()
 }
 
-// errNotBuilt is the answer of the steps this revision does not have.
-var errNotBuilt = errors.New("not built in this revision of the c600 driver (the bootloader, tile loading and the host session are issue 15's remaining work)")
+// StartupMark is the loader's final mark (the number of batches loaded).
+func (d *Device) StartupMark() int { return d.mark }
 
-// Load checks the bootloader, frames every tile of the package into its
-// batch (checking the loader's limits) and installs the bootloader on every
-// tile through the autoloader; sending the batches (the transport buffer,
-// XB setup, GS1 handshakes), the final mark and the initial sync are not
-// built yet.
-func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(done, total int)) error {
-	if d.c == nil {
-		return fmt.Errorf("c600 %s: load: the device is not open", d.node)
-	}
-	if d.opts.Bootloader == "" {
-		return fmt.Errorf("c600 %s: load: no bootloader: give the SDK's bin/ipu/tile_bootloader_cc_ipu21.elf (c600.Options.Bootloader)", d.node)
-	}
-	b, err := ReadBootloader(d.opts.Bootloader)
-	if err != nil {
-		return fmt.Errorf("c600 %s: load: %w", d.node, err)
-	}
-	if pkg == nil || len(pkg.Tiles) == 0 {
-		return fmt.Errorf("c600 %s: load: the package has no tiles", d.node)
-	}
-	// Build (and so check) every batch before touching the card: tiles in
-	// physical-id order, ipu21.LoaderBatchTiles a batch.
-	tiles := make([]*ipuexe.Tile, len(pkg.Tiles))
-	for i := range pkg.Tiles {
-		tiles[i] = &pkg.Tiles[i]
-	}
-	slices.SortFunc(tiles, func(a, b *ipuexe.Tile) int { return cmp.Compare(a.Physical, b.Physical) })
-	buf := make([]byte, transportBytes)
-	for first := 0; first < len(tiles); first += ipu21.LoaderBatchTiles {
-		if err := fillBatch(buf, tiles[first:min(first+ipu21.LoaderBatchTiles, len(tiles))]); err != nil {
-			return fmt.Errorf("c600 %s: load: batch %d: %w", d.node, first/ipu21.LoaderBatchTiles, err)
-		}
-	}
-	if err := installBootloader(d.c, b, ipu21.Tiles); err != nil {
-		return fmt.Errorf("c600 %s: load: installing the bootloader: %w", d.node, err)
-	}
-	return fmt.Errorf("c600 %s: load: tile frames: %w", d.node, errNotBuilt)
-}
-
-// StartSession is not built yet.
-func (d *Device) StartSession(ctx context.Context) (device.Session, error) {
-	return nil, fmt.Errorf("c600 %s: host session: %w", d.node, errNotBuilt)
-}
-
-// Close unmaps the window and closes the node. It is safe to call twice.
+// Close ends a session, then closes the card. It is safe to call twice.
 func (d *Device) Close() error {
-	if d.c == nil {
-		return nil
+	var err error
+	if d.session != nil {
+		err = d.session.Close()
 	}
-	err := d.c.close()
-	d.c = nil
+	if d.c != nil {
+		err = errors.Join(err, d.c.Close())
+	}
+	d.c, d.session, d.st = nil, nil, stClosed
 	return err
 }

@@ -4,6 +4,7 @@ package c600
 
 import "fmt"
 
-func openCard(node string) (card, error) {
+// OpenCard fails: the driver needs Linux.
+func OpenCard(node string) (Card, error) {
 	return nil, fmt.Errorf("c600: %s: the C600 driver runs on Linux only", node)
 }

@@ -10,24 +10,24 @@ import (
 
 // Tile frames (IPU21.md, "Load"): a frame is 1 KiB, a 16-byte header
 // {index, physical tile, flags, 0}, 992 payload bytes and 16 bytes of 0xFF;
-// the last frame's flags are lastFrameFlag. An image starts at
-// ipu21.EntrySlot, is padded to at least minImage bytes and takes at most
-// maxFrames frames. The first descriptorBytes of a batch hold one
+// the last frame's flags are LastFrameFlag. An image starts at
+// ipu21.EntrySlot, is padded to at least MinImage bytes and takes at most
+// MaxFrames frames. The first DescriptorBytes of a batch hold one
 // descriptor {u32 offset, u32 frame count} per slot.
 const (
-	frameBytes      = 1024
-	frameHeader     = 16
-	frameTrailer    = 16
-	framePayload    = frameBytes - frameHeader - frameTrailer
-	lastFrameFlag   = 0x08000000
-	minImage        = 0x4134
-	maxFrames       = 643
-	descriptorBytes = 4096
-	transportBytes  = 0x2842000
+	FrameBytes      = 1024
+	FrameHeader     = 16
+	FrameTrailer    = 16
+	FramePayload    = FrameBytes - FrameHeader - FrameTrailer
+	LastFrameFlag   = 0x08000000
+	MinImage        = 0x4134
+	MaxFrames       = 643
+	DescriptorBytes = 4096
+	TransportBytes  = 0x2842000
 )
 
 // tileImage is tile tl's bytes from ipu21.EntrySlot to the end of its
-// last segment (zero-fill included, gaps zero), padded to minImage.
+// last segment (zero-fill included, gaps zero), padded to MinImage.
 func tileImage(tl *ipuexe.Tile) ([]byte, error) {
 	if tl.Entry != ipu21.EntrySlot {
 		return nil, fmt.Errorf("tile %d: entry point %#x; the SDK bootloader starts a tile at its launch slot %#x", tl.Physical, tl.Entry, ipu21.EntrySlot)
@@ -39,10 +39,10 @@ func tileImage(tl *ipuexe.Tile) ([]byte, error) {
 		}
 		end = max(end, s.End())
 	}
-	n := max(end-ipu21.EntrySlot, minImage)
-	if frames := (n + framePayload - 1) / framePayload; frames > maxFrames {
+	n := max(end-ipu21.EntrySlot, MinImage)
+	if frames := (n + FramePayload - 1) / FramePayload; frames > MaxFrames {
 		return nil, fmt.Errorf("tile %d: its image ends at %#x and needs %d frames; the SDK bootloader accepts at most %d (images must end by %#x)",
-			tl.Physical, end, frames, maxFrames, ipu21.EntrySlot+maxFrames*framePayload)
+			tl.Physical, end, frames, MaxFrames, ipu21.EntrySlot+MaxFrames*FramePayload)
 	}
 	img := make([]byte, n)
 	for _, s := range tl.Segments {
@@ -53,17 +53,17 @@ func tileImage(tl *ipuexe.Tile) ([]byte, error) {
 
 // frameTile cuts img into frames for physical tile tile.
 func frameTile(tile uint32, img []byte) []byte {
-	n := (len(img) + framePayload - 1) / framePayload
-	out := make([]byte, n*frameBytes)
+	n := (len(img) + FramePayload - 1) / FramePayload
+	out := make([]byte, n*FrameBytes)
 	for k := range n {
-		f := out[k*frameBytes : (k+1)*frameBytes]
+		f := out[k*FrameBytes : (k+1)*FrameBytes]
 		binary.LittleEndian.PutUint32(f[0:], uint32(k))
 		binary.LittleEndian.PutUint32(f[4:], tile)
 		if k == n-1 {
-			binary.LittleEndian.PutUint32(f[8:], lastFrameFlag)
+			binary.LittleEndian.PutUint32(f[8:], LastFrameFlag)
 		}
-		copy(f[frameHeader:frameBytes-frameTrailer], img[k*framePayload:])
-		for i := frameBytes - frameTrailer; i < frameBytes; i++ {
+		copy(f[FrameHeader:FrameBytes-FrameTrailer], img[k*FramePayload:])
+		for i := FrameBytes - FrameTrailer; i < FrameBytes; i++ {
 			f[i] = 0xFF
 		}
 	}
@@ -74,7 +74,7 @@ func frameTile(tile uint32, img []byte) []byte {
 // descriptors first, then each tile's frames.
 func fillBatch(buf []byte, tiles []*ipuexe.Tile) error {
 	clear(buf)
-	cursor := descriptorBytes
+	cursor := DescriptorBytes
 	for slot, tl := range tiles {
 		img, err := tileImage(tl)
 		if err != nil {
@@ -85,7 +85,7 @@ func fillBatch(buf []byte, tiles []*ipuexe.Tile) error {
 			return fmt.Errorf("tile %d: the batch exceeds the %#x-byte transport buffer", tl.Physical, len(buf))
 		}
 		binary.LittleEndian.PutUint32(buf[slot*8:], uint32(cursor))
-		binary.LittleEndian.PutUint32(buf[slot*8+4:], uint32(len(fr)/frameBytes))
+		binary.LittleEndian.PutUint32(buf[slot*8+4:], uint32(len(fr)/FrameBytes))
 		copy(buf[cursor:], fr)
 		cursor += len(fr)
 	}

@@ -10,21 +10,21 @@ import (
 )
 
 func TestFrames(t *testing.T) {
-	img := make([]byte, framePayload+1)
-	img[0], img[framePayload] = 0x11, 0x22
+	img := make([]byte, FramePayload+1)
+	img[0], img[FramePayload] = 0x11, 0x22
 	fr := frameTile(17, img)
 	le := binary.LittleEndian
-	if len(fr) != 2*frameBytes || le.Uint32(fr[4:]) != 17 || le.Uint32(fr[8:]) != 0 || fr[16] != 0x11 {
+	if len(fr) != 2*FrameBytes || le.Uint32(fr[4:]) != 17 || le.Uint32(fr[8:]) != 0 || fr[16] != 0x11 {
 		t.Fatalf("first frame %x", fr[:20])
 	}
-	f1 := fr[frameBytes:]
-	if le.Uint32(f1[0:]) != 1 || le.Uint32(f1[8:]) != lastFrameFlag || f1[16] != 0x22 || f1[17] != 0 {
+	f1 := fr[FrameBytes:]
+	if le.Uint32(f1[0:]) != 1 || le.Uint32(f1[8:]) != LastFrameFlag || f1[16] != 0x22 || f1[17] != 0 {
 		t.Fatalf("last frame %x", f1[:20])
 	}
-	for _, f := range [][]byte{fr[:frameBytes], f1} {
-		for _, b := range f[frameBytes-frameTrailer:] {
+	for _, f := range [][]byte{fr[:FrameBytes], f1} {
+		for _, b := range f[FrameBytes-FrameTrailer:] {
 			if b != 0xFF {
-				t.Fatalf("trailer %x", f[frameBytes-frameTrailer:])
+				t.Fatalf("trailer %x", f[FrameBytes-FrameTrailer:])
 			}
 		}
 	}
@@ -46,20 +46,20 @@ func TestTileImageAndBatch(t *testing.T) {
 		t.Fatalf("image %d bytes", len(img))
 	}
 	small := &ipuexe.Tile{Physical: 7, Entry: ipu21.EntrySlot, Segments: []ipuexe.Segment{seg(ipu21.EntrySlot, 4, []byte{1, 2, 3, 4})}}
-	if img, _ := tileImage(small); len(img) != minImage {
-		t.Fatalf("small image %d bytes, want the %#x minimum", len(img), minImage)
+	if img, _ := tileImage(small); len(img) != MinImage {
+		t.Fatalf("small image %d bytes, want the %#x minimum", len(img), MinImage)
 	}
 	buf := make([]byte, 1<<20)
 	if err := fillBatch(buf, []*ipuexe.Tile{tl, small}); err != nil {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	n0 := (0x58008 - ipu21.EntrySlot + framePayload - 1) / framePayload
-	if le.Uint32(buf[0:]) != descriptorBytes || le.Uint32(buf[4:]) != uint32(n0) ||
-		le.Uint32(buf[8:]) != uint32(descriptorBytes+n0*frameBytes) || le.Uint32(buf[12:]) != (minImage+framePayload-1)/framePayload {
+	n0 := (0x58008 - ipu21.EntrySlot + FramePayload - 1) / FramePayload
+	if le.Uint32(buf[0:]) != DescriptorBytes || le.Uint32(buf[4:]) != uint32(n0) ||
+		le.Uint32(buf[8:]) != uint32(DescriptorBytes+n0*FrameBytes) || le.Uint32(buf[12:]) != (MinImage+FramePayload-1)/FramePayload {
 		t.Fatalf("descriptors %x", buf[:16])
 	}
-	if le.Uint32(buf[descriptorBytes+4:]) != 5 || le.Uint32(buf[descriptorBytes+n0*frameBytes+4:]) != 7 {
+	if le.Uint32(buf[DescriptorBytes+4:]) != 5 || le.Uint32(buf[DescriptorBytes+n0*FrameBytes+4:]) != 7 {
 		t.Fatal("frame headers name the wrong tiles")
 	}
 	for _, c := range []struct {
@@ -75,7 +75,7 @@ func TestTileImageAndBatch(t *testing.T) {
 			t.Errorf("tile %d: %v, want %q", c.tl.Physical, err, c.want)
 		}
 	}
-	if err := fillBatch(make([]byte, descriptorBytes+frameBytes), []*ipuexe.Tile{tl}); err == nil || !strings.Contains(err.Error(), "exceeds") {
+	if err := fillBatch(make([]byte, DescriptorBytes+FrameBytes), []*ipuexe.Tile{tl}); err == nil || !strings.Contains(err.Error(), "exceeds") {
 		t.Errorf("overfull batch: %v", err)
 	}
 }

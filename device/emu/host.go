@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -143,31 +142,23 @@ func (h *HostLink) Wait(ctx context.Context) error {
 	}
 }
 
-// hostOp is one transfer of a phase, resolved against the package.
-type hostOp struct {
-	tile     int
-	toTile   bool
-	addr     uint32 // aperture address (to tile) or slice address (to host)
-	page     uint32
-	pageOff  uint32
-	length   uint32
-	binding  string
-	tensorAt uint64 // byte offset in the tensor
-	size     uint64 // the tensor's bytes
-}
-
-type hostCall struct {
-	command uint32
-	phases  [][]hostOp
-}
-
 // HostSession runs a package's host-exchange calls on a chip whose tiles
-// wait at their first host sync (the state Load leaves them in).
+// wait at their first host sync (the state Load leaves them in). It has
+// two sides. The device side, Handshake, is what the chip's host link does
+// at one host sync: at a call's first handshake it reads the command word
+// from the pages and writes it to every tile, then releases the tiles and,
+// once they wait again, moves the current phase's bytes between the pages
+// and the tiles. The host side, Call, is what a host program does around
+// it: stage the inputs in the pages, poison the outputs, write the command
+// word, handshake once for the command and once per phase, and collect the
+// outputs. A device that owns the pages elsewhere (the C600 card model)
+// gives them with UsePages and drives Handshake itself.
 type HostSession struct {
 	Link  *HostLink
-	tiles []int
+	plan  *ipuexe.HostPlan
 	pages map[uint32][]byte
-	calls map[string]*hostCall
+	cur   *ipuexe.PlannedCall // the call in progress, nil between calls
+	phase int                 // its next phase
 	ended bool
 }
 
@@ -178,210 +169,138 @@ type CallStats struct {
 	Cycles uint64 // chip cycles from the call's first release to its end
 }
 
-// NewHostSession checks the package's host plan against the host link's
-// rules and prepares its pages. Every problem is reported with the call,
-// phase and transfer it concerns.
+// NewHostSession checks the package's host plan (ipuexe.NewHostPlan)
+// against the chip and prepares its pages. Every problem is reported with
+// the call, phase and transfer it concerns.
 func NewHostSession(link *HostLink, pkg *ipuexe.Package) (*HostSession, error) {
-	s := &HostSession{Link: link, pages: map[uint32][]byte{}, calls: map[string]*hostCall{}}
-	for _, t := range pkg.Tiles {
-		s.tiles = append(s.tiles, int(t.Physical))
-	}
-	slices.Sort(s.tiles)
-	h := &pkg.Host
-	for _, pg := range h.Pages {
-		s.pages[pg.Index] = make([]byte, pg.Size)
-	}
-	names := map[string]bool{}
-	for _, b := range pkg.Inputs {
-		names[b.Name] = true
-	}
-	var errs []error
-	for _, b := range pkg.Weights {
-		if names[b.Name] {
-			errs = append(errs, fmt.Errorf("host plan: %q is both an input and a weight; calls name tensors by binding name", b.Name))
-		}
-	}
-	for ci, c := range h.Calls {
-		hc := &hostCall{command: c.Command}
-		for pi, ph := range c.Phases {
-			var ops []hostOp
-			aperture := map[int][][2]uint64{}
-			for ti, tr := range ph.Transfers {
-				where := fmt.Sprintf("host plan: call %q phase %d transfer %d", c.Name, pi, ti)
-				op, err := s.resolve(pkg, tr)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", where, err))
-					continue
-				}
-				if op.toTile {
-					a, b := uint64(op.addr), uint64(op.addr)+uint64(op.length)
-					for _, r := range aperture[op.tile] {
-						if a < r[1] && r[0] < b {
-							errs = append(errs, fmt.Errorf("%s: tile %d aperture bytes [%#x,%#x) overlap another transfer's [%#x,%#x) in this phase",
-								where, op.tile, a, b, r[0], r[1]))
-						}
-					}
-					aperture[op.tile] = append(aperture[op.tile], [2]uint64{a, b})
-				}
-				ops = append(ops, op)
-			}
-			hc.phases = append(hc.phases, ops)
-		}
-		if _, dup := s.calls[c.Name]; dup {
-			errs = append(errs, fmt.Errorf("host plan: call %d: duplicate name %q", ci, c.Name))
-		}
-		s.calls[c.Name] = hc
-	}
-	if len(errs) > 20 {
-		errs = append(errs[:20], fmt.Errorf("... and %d more problems", len(errs)-20))
-	}
-	if err := errors.Join(errs...); err != nil {
+	plan, err := ipuexe.NewHostPlan(pkg)
+	if err != nil {
 		return nil, err
+	}
+	for _, t := range plan.Tiles {
+		if link.Chip.Tile(t) == nil {
+			return nil, fmt.Errorf("host plan: the package's tile %d is not on the chip", t)
+		}
+	}
+	s := &HostSession{Link: link, plan: plan, pages: map[uint32][]byte{}}
+	for _, pg := range plan.Pages {
+		s.pages[pg.Index] = make([]byte, pg.Size)
 	}
 	return s, nil
 }
 
-// resolve maps one transfer onto the host link. Host -> tile: the bytes
-// land in the tile's host write window at HostApertureBase + (PageOffset mod
-// SlotSize), i.e. a tile's page slot is its window; tile -> host: the bytes
-// are read from the slice itself.
-func (s *HostSession) resolve(pkg *ipuexe.Package, tr ipuexe.HostTransfer) (hostOp, error) {
-	var bs []ipuexe.Binding
-	switch tr.Kind {
-	case ipuexe.KindInput:
-		bs = pkg.Inputs
-	case ipuexe.KindWeight:
-		bs = pkg.Weights
-	case ipuexe.KindOutput:
-		bs = pkg.Outputs
-	default:
-		return hostOp{}, fmt.Errorf("unknown binding kind %d", tr.Kind)
+// Plan is the session's resolved host plan.
+func (s *HostSession) Plan() *ipuexe.HostPlan { return s.plan }
+
+// UsePages makes the session move bytes through pages, owned by the
+// caller (a card's attached buffers), instead of its own. Every page of
+// the plan must be there at its size.
+func (s *HostSession) UsePages(pages map[uint32][]byte) error {
+	if err := s.plan.CheckPages(pages); err != nil {
+		return fmt.Errorf("host link: %w", err)
 	}
-	if uint64(tr.Binding) >= uint64(len(bs)) {
-		return hostOp{}, fmt.Errorf("no %s binding %d", tr.Kind, tr.Binding)
+	s.pages = pages
+	return nil
+}
+
+// InCall reports whether a call has started (its command handshake done)
+// and not yet finished.
+func (s *HostSession) InCall() bool { return s.cur != nil }
+
+// Handshake is the device side of one host handshake (see HostSession).
+// The handshake after a call's last phase ends the call; if the
+// application ends there instead of reaching the next host sync, the
+// session is Ended.
+func (s *HostSession) Handshake(ctx context.Context) error {
+	if s.ended {
+		return fmt.Errorf("host link: handshake: %w", ErrEnded)
 	}
-	b := bs[tr.Binding]
-	if uint64(tr.Slice) >= uint64(len(b.Slices)) {
-		return hostOp{}, fmt.Errorf("binding %q has no slice %d", b.Name, tr.Slice)
+	if s.cur == nil {
+		c, err := s.plan.ReadCommand(s.pages)
+		if err != nil {
+			return fmt.Errorf("host link: command handshake: %w", err)
+		}
+		var cmd [4]byte
+		binary.LittleEndian.PutUint32(cmd[:], c.Command)
+		for _, t := range s.plan.Tiles {
+			if err := s.Link.Write(t, HostCommandAddress, cmd[:]); err != nil {
+				return err
+			}
+		}
+		s.cur, s.phase = c, 0
 	}
-	sl := b.Slices[tr.Slice]
-	size, ok := b.Bytes()
-	if !ok {
-		return hostOp{}, fmt.Errorf("binding %q has no valid size", b.Name)
+	c, k := s.cur, s.phase
+	err := s.Link.Wait(ctx)
+	if errors.Is(err, ErrEnded) && k == len(c.Phases) {
+		s.ended = true
+		err = nil
 	}
-	op := hostOp{tile: int(sl.Tile), toTile: tr.Kind != ipuexe.KindOutput, page: tr.Page, pageOff: tr.PageOffset,
-		length: tr.Length, binding: b.Name, tensorAt: sl.Offset + uint64(tr.SliceOffset), size: size}
-	if s.Link.Chip.Tile(op.tile) == nil {
-		return hostOp{}, fmt.Errorf("binding %q slice %d is on tile %d, which the chip does not have", b.Name, tr.Slice, op.tile)
+	if err != nil {
+		s.cur = nil
+		if k < len(c.Phases) {
+			return fmt.Errorf("call %q, before phase %d: %w", c.Name, k, err)
+		}
+		return fmt.Errorf("call %q, after its last phase: %w", c.Name, err)
 	}
-	if uint64(tr.SliceOffset)+uint64(tr.Length) > uint64(sl.Length) || op.tensorAt+uint64(tr.Length) > size {
-		return hostOp{}, fmt.Errorf("binding %q slice %d: bytes [%d,+%d) are outside the slice or tensor", b.Name, tr.Slice, tr.SliceOffset, tr.Length)
+	if k == len(c.Phases) {
+		s.cur = nil
+		return nil
 	}
-	pg, ok := s.pages[tr.Page]
-	if !ok || uint64(tr.PageOffset)+uint64(tr.Length) > uint64(len(pg)) {
-		return hostOp{}, fmt.Errorf("page %d bytes [%d,+%d) are not in a host page", tr.Page, tr.PageOffset, tr.Length)
+	for _, op := range c.Phases[k] {
+		pg := s.pages[op.Page][op.PageOffset : op.PageOffset+op.Length]
+		if op.ToTile {
+			err = s.Link.Write(op.Tile, op.Addr, pg)
+		} else {
+			err = s.Link.Read(op.Tile, op.Addr, pg)
+		}
+		if err != nil {
+			s.cur = nil
+			return fmt.Errorf("call %q phase %d: %w", c.Name, k, err)
+		}
 	}
-	if !op.toTile {
-		op.addr = sl.Address + tr.SliceOffset
-		return op, nil
-	}
-	slot := pkg.Host.SlotSize
-	if slot == 0 {
-		return hostOp{}, fmt.Errorf("slot size is 0")
-	}
-	off := tr.PageOffset % slot
-	op.addr = ipu21.HostApertureBase + off
-	if off%ipu21.HostWriteAlign != 0 || uint64(op.addr)+uint64(tr.Length) > ipu21.HostWriteEnd {
-		return hostOp{}, fmt.Errorf("binding %q slice %d: page offset %d puts %d bytes at aperture %#x; host writes must start %d-byte aligned and end by %#x",
-			b.Name, tr.Slice, tr.PageOffset, tr.Length, op.addr, ipu21.HostWriteAlign, ipu21.HostWriteEnd)
-	}
-	return op, nil
+	s.phase++
+	return nil
 }
 
 // Calls returns the names of the session's calls, sorted.
-func (s *HostSession) Calls() []string {
-	var ns []string
-	for n := range s.calls {
-		ns = append(ns, n)
-	}
-	slices.Sort(ns)
-	return ns
-}
+func (s *HostSession) Calls() []string { return s.plan.Calls() }
 
-// Call runs call name: the command handshake (the command word written to
-// HostCommandAddress on every package tile), then one handshake per phase,
-// in order. Before releasing phase k's sync the host writes the phase's
-// input and weight bytes (from in, by binding name) into the tiles' windows
-// and reads its output bytes into out (by binding name; a missing or
-// wrongly sized buffer is replaced by a new one of the tensor's size). The
-// call ends when every tile waits at the next host sync, or when the
+// Call runs call name from the host side: the command handshake, then one
+// handshake per phase, in order. Before phase k's handshake the host
+// stages the phase's input and weight bytes (from in, by binding name) in
+// the pages and poisons its output areas; after it, it collects the
+// phase's output bytes into out (by binding name; a missing or wrongly
+// sized buffer is replaced by a new one of the tensor's size). The call
+// ends when every tile waits at the next host sync, or when the
 // application ends after the last phase.
 func (s *HostSession) Call(ctx context.Context, name string, in, out map[string][]byte) (CallStats, error) {
 	var st CallStats
-	c, ok := s.calls[name]
-	if !ok {
-		return st, fmt.Errorf("host link: the package has no call %q (calls: %v)", name, s.Calls())
+	c, err := s.plan.Call(name)
+	if err != nil {
+		return st, fmt.Errorf("host link: %w", err)
 	}
 	if s.ended {
 		return st, fmt.Errorf("host link: call %q: %w", name, ErrEnded)
 	}
-	// Check the inputs before touching the device, so a bad call leaves
-	// the session usable.
-	for _, ops := range c.phases {
-		for _, op := range ops {
-			if !op.toTile {
-				if b := out[op.binding]; uint64(len(b)) != op.size && out != nil {
-					out[op.binding] = make([]byte, op.size)
-				}
-				continue
-			}
-			data, ok := in[op.binding]
-			if !ok {
-				return st, fmt.Errorf("host link: call %q needs tensor %q, which was not given", name, op.binding)
-			}
-			if uint64(len(data)) != op.size {
-				return st, fmt.Errorf("host link: call %q: tensor %q has %d bytes, the package wants %d", name, op.binding, len(data), op.size)
-			}
-		}
+	if s.cur != nil {
+		return st, fmt.Errorf("host link: call %q: call %q is still in progress", name, s.cur.Name)
+	}
+	if err := c.CheckCallTensors(in, out); err != nil {
+		return st, fmt.Errorf("host link: %w", err)
 	}
 	before := s.Link.Stats
 	startCycle := s.Link.Chip.Cycle()
-	var cmd [4]byte
-	binary.LittleEndian.PutUint32(cmd[:], c.command)
-	for _, t := range s.tiles {
-		if err := s.Link.Write(t, HostCommandAddress, cmd[:]); err != nil {
+	s.plan.WriteCommand(s.pages, c)
+	for k := 0; k <= len(c.Phases); k++ {
+		if k < len(c.Phases) {
+			c.StagePhase(k, s.pages, in)
+			c.PoisonOutputs(k, s.pages)
+		}
+		if err := s.Handshake(ctx); err != nil {
 			return st, err
 		}
-	}
-	for k := 0; k <= len(c.phases); k++ {
-		err := s.Link.Wait(ctx)
-		if errors.Is(err, ErrEnded) && k == len(c.phases) {
-			s.ended = true
-			err = nil
-		}
-		if err != nil {
-			if k < len(c.phases) {
-				return st, fmt.Errorf("call %q, before phase %d: %w", name, k, err)
-			}
-			return st, fmt.Errorf("call %q, after its last phase: %w", name, err)
-		}
-		if k == len(c.phases) {
-			break
-		}
-		for _, op := range c.phases[k] {
-			pg := s.pages[op.page][op.pageOff : op.pageOff+op.length]
-			if op.toTile {
-				copy(pg, in[op.binding][op.tensorAt:])
-				err = s.Link.Write(op.tile, op.addr, pg)
-			} else {
-				err = s.Link.Read(op.tile, op.addr, pg)
-				if err == nil && out != nil {
-					copy(out[op.binding][op.tensorAt:], pg)
-				}
-			}
-			if err != nil {
-				return st, fmt.Errorf("call %q phase %d: %w", name, k, err)
-			}
+		if k < len(c.Phases) {
+			c.CollectPhase(k, s.pages, out)
 		}
 	}
 	st.HostStats = s.Link.Stats
@@ -390,7 +309,7 @@ func (s *HostSession) Call(ctx context.Context, name string, in, out map[string]
 	st.BytesIn -= before.BytesIn
 	st.PacketsOut -= before.PacketsOut
 	st.BytesOut -= before.BytesOut
-	st.Phases = len(c.phases)
+	st.Phases = len(c.Phases)
 	st.Cycles = s.Link.Chip.Cycle() - startCycle
 	return st, nil
 }

@@ -199,3 +199,46 @@ func TestHostLinkEndsAndFaults(t *testing.T) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 }
+
+// TestHostSessionDeviceSide drives the device side alone over pages the
+// caller owns, as the card model does: the command handshake reads the
+// command word from the pages, each later one moves a phase.
+func TestHostSessionDeviceSide(t *testing.T) {
+	ids := []int{0, 2}
+	link := startEcho(t, ids)
+	pkg := echoPackage(ids, []int{64, 64}, func(i int) uint32 { return uint32(i) * 4096 })
+	s, err := NewHostSession(link, pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UsePages(map[uint32][]byte{0: make([]byte, 4096)}); err == nil || !strings.Contains(err.Error(), "host page 1: have 0 bytes, the package wants 8192") {
+		t.Fatalf("missing page: %v", err)
+	}
+	pages := map[uint32][]byte{0: make([]byte, 4096), 1: make([]byte, 8192)}
+	if err := s.UsePages(pages); err != nil {
+		t.Fatal(err)
+	}
+	// No call's command word in the pages: the command handshake refuses.
+	pages[0][0] = 9
+	if err := s.Handshake(context.Background()); err == nil || !strings.Contains(err.Error(), "command word 0x9 (page 0 offset 0) names no call") {
+		t.Fatalf("bad command: %v", err)
+	}
+	pages[0][0] = 5
+	for i := range 64 {
+		pages[1][i], pages[1][4096+i] = byte(i), byte(100+i)
+	}
+	for k := range 3 {
+		if err := s.Handshake(context.Background()); err != nil {
+			t.Fatalf("handshake %d: %v", k, err)
+		}
+		if k == 0 {
+			clear(pages[1]) // phase 1 reads the windows back into the pages
+		}
+		if s.InCall() != (k < 2) {
+			t.Fatalf("after handshake %d: in call %v", k, s.InCall())
+		}
+	}
+	if pages[1][5] != 5 || pages[1][4096+5] != 105 {
+		t.Fatalf("round trip through the pages: %d %d", pages[1][5], pages[1][4096+5])
+	}
+}
