@@ -394,7 +394,7 @@ func rows() []Inst {
 		aux2("f16v2tanh", "", 0x03, A, A, "two f16 lanes: dst = tanh(a)"+sd),
 		aux2("f32exp", "", 0x04, A, A, "f32: dst = e^a"+sd),
 		aux2("f32oox", "", 0x05, A, A, "f32: dst = 1/a"+sd),
-		aux2("f32tof16", "", 0x06, A, A, "dst low half = a rounded to f16, high half zero"),
+		aux2("f32tof16", "", 0x06, A, A, "a rounded to f16, duplicated into both halves of dst (hover text: broadcast)"),
 		aux2("f16tof32", "", 0x07, A, A, "dst = the low f16 lane of a widened to f32 (exact)"),
 		aux2("not", "", 0x08, A, A, "dst = ^a (bitwise, $a registers)"),
 		waux("f16v4hihov4amp", "", 0x5A000000, ops(AP("dst", 20), AP("x", 16), AP("p", 12), U("phase", 8, 2)),

@@ -180,7 +180,7 @@ func extRows() []Inst {
 		aux3("roll32", "", 0x3A, AP, AP, AP, "dst = (a[1], b[0]) (the 32-bit analogue of roll16)"),
 		aux3("sort4x32lo", "", 0x3B, AP, AP, AP, "dst = (a[0], b[0]) (the 32-bit analogue of sort4x16lo)"),
 		aux3("sort4x32hi", "", 0x3C, AP, AP, AP, "dst = (a[1], b[1]) (the 32-bit analogue of sort4x16hi)"),
-		aux3("f16v4mix", "", 0x3D, AP, AP, AP, "four f16 lanes: accumulators = $TAS.a*a + $TAS.b*b; dst = the previous accumulators."+acc),
+		aux3("f16v4mix", "", 0x3D, AP, AP, AP, "four f16 lanes: the mix accumulators = $TAS.lo*a + $TAS.hi*b (kept in f32); dst = their previous values as f16 (docs/isa.md, MIX)"),
 		aux3("f16v4rmask", "", 0x3E, AP, AP, A, "four f16 lanes masked at random with probability b[15:0]/65536."+ne+" (the PRNG draw)"),
 		aux3("f32v2rmask", "", 0x3F, AP, AP, A, "two f32 lanes masked at random with probability b[15:0]/65536."+ne+" (the PRNG draw)"),
 		aux3("f16v2cmpeq", "", 0x40, A, A, A, "two f16 lanes: dst = 0xFFFF where a == b, else 0"),
@@ -255,7 +255,7 @@ func extRows() []Inst {
 		auxDst1("f16v2grand", 0x50, A, "two Gaussian f16 random values."+ne+" (the distribution's generator)"),
 		auxDst1("f32v2grand", 0x51, AP, "two Gaussian f32 random values."+ne+" (the distribution's generator)"),
 		auxDst1("urand32", 0x52, A, "dst = the low 32 bits of the next 64-bit draw of the worker's generator (as urand64)"),
-		auxDst1("f16v4gacc", 0x53, AP, "read four accumulators as f16."+acc),
+		auxDst1("f16v4gacc", 0x53, AP, "read the four mix accumulators (those f16v4mix writes) as f16 (docs/isa.md, MIX)"),
 
 		// ---- Worker aux pipe: accumulator and AMP/SLIC variants (0x5A, 0x5C groups) ----
 		ampRow("f16v4hihoamp", 0x10, A, AP, A, "AMP f16 in, f16 partials in and out (8x1x1x16 sequence)."+acc),

@@ -112,6 +112,12 @@ var assumptions = []Assumption{
 		Evidence:     "Hover text for $FP_ICTL, $WSR and $REPEAT_COUNT speaks of retained worker state; not stated for every register.",
 		Conservative: "Registers undefined at a worker's start (not implemented: the fast GEMM keeps pointers and two output pairs in registers between runs).",
 	},
+	{
+		Name:         "mix-accumulators-own",
+		Rule:         "f16v4mix keeps a*x + b*y ($TAS bits 15..0 = a, 31..16 = b) in four f32 accumulator lanes of its own per worker, each formed exactly and rounded once to f32, and returns the previous lanes rounded to f16 (nearest even); f16v4gacc reads the same lanes. ZAACC and the conservative exit clear them with the AMP accumulators; AMP instructions neither read nor write them.",
+		Evidence:     "Hover text (f16v4mix: results in the accumulator state, destination = the previous state; f16v4gacc: read 4 accumulators as f16); poplibs NonLinearityGrad2D_gelu.S ($TAS = a | b<<16, a two-stage pipeline); the reference's docs/SOFTMAX_OPTIMIZATION.md citing IPU21 ISA 1.3.1 3.7.3.3.24 (FP32 intermediates, previous result read as four halves). Which of the $AACC registers the lanes are, and so how MIX interacts with AMP and the *acc rows (the same doc: f16v8acc \"overwrites accumulator lanes used by f16v4mix\"), is not public.",
+		Conservative: "Lanes shared with other accumulator users: a kernel that mixes MIX with AMP or *acc instructions must clear (ZAACC) between them. The reference's softmax (attention_softmax_f16.S) does; the *acc rows are not emulated.",
+	},
 }
 
 // Assumptions returns the registry, in the order docs/machine.md lists it.

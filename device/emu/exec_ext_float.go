@@ -166,8 +166,52 @@ func tof16x2(c *Context, lo, hi float32) uint32 {
 	return pack16SR(lo, hi, uint32(c.next64()))
 }
 
+// bindMix: `f16v4mix $d, $x, $y` (hover text: "z = a*x + b*y ... The scalar
+// multiplicands a and b are provided by the internal state element $TAS.
+// Results are stored within the accumulator state. Destination registers
+// are written with the previous accumulator state"). a is $TAS bits 15..0
+// and b bits 31..16 (poplibs NonLinearityGrad2D_gelu.S: "$TAS <- (a &
+// 0xffff) | ((b & 0xffff) << 16)"). The four lanes are kept in f32: each
+// a*x + b*y is formed exactly and rounded once to f32 (the reference's
+// attention_softmax_f16.S: "MIX forms the difference in FP32"); reads
+// round to f16, to nearest even. The sources are read before dst is
+// written, so dst may name a source.
+func bindMix(in *isa.Inst) (impl, error) {
+	if !shape(in, kAP, kAP, kAP) {
+		return impl{}, layoutErr(in, "apair x3")
+	}
+	return impl{fn: func(t *Tile, c *Context, o *inst) {
+		d, x, y := o.v[0]&14, o.v[1]&14, o.v[2]&14
+		tas := c.CSR[csrTAS]
+		a, b := float64(lo16(tas)), float64(hi16(tas))
+		xs := [4]uint32{c.A[x] & 0xFFFF, c.A[x] >> 16, c.A[x+1] & 0xFFFF, c.A[x+1] >> 16}
+		ys := [4]uint32{c.A[y] & 0xFFFF, c.A[y] >> 16, c.A[y+1] & 0xFFFF, c.A[y+1] >> 16}
+		acc := &t.amp.acc[c.Worker]
+		prev := acc.mix
+		for i := range acc.mix {
+			acc.mix[i] = float32(a*float64(h2f(xs[i])) + b*float64(h2f(ys[i])))
+		}
+		c.A[d], c.A[d+1] = pack16(prev[0], prev[1]), pack16(prev[2], prev[3])
+	}}, nil
+}
+
+// bindGacc: `f16v4gacc $d` ("Read 4 internal accumulator values as a
+// half-precision vector"): the four lanes f16v4mix writes, rounded to f16
+// to nearest even; the accumulators keep their values.
+func bindGacc(in *isa.Inst) (impl, error) {
+	if !shape(in, kAP) {
+		return impl{}, layoutErr(in, "apair")
+	}
+	return impl{fn: func(t *Tile, c *Context, o *inst) {
+		d, m := o.v[0]&14, &t.amp.acc[c.Worker].mix
+		c.A[d], c.A[d+1] = pack16(m[0], m[1]), pack16(m[2], m[3])
+	}}, nil
+}
+
 var extFloatBinders = func() map[string]binder {
 	m := map[string]binder{
+		"f16v4mix":    bindMix,
+		"f16v4gacc":   bindGacc,
 		"f16v2sub":    bindVec(f16x2(fsub), kA),
 		"f16v4sub":    bindVec(f16x2(fsub), kAP),
 		"f32v2sub":    bindVec(f32x1(fsub), kAP),

@@ -243,13 +243,15 @@ var floatBinders = map[string]binder{
 			return impl{}, layoutErr(in, "areg, areg")
 		}
 		return impl{fn: func(t *Tile, c *Context, o *inst) {
+			// Hover text: "The 16-bit result of the conversion is broadcast
+			// to (duplicated into) a single ARF register".
 			v := f32(c.A[r4(o.v[1])])
-			if !srOn(c) {
-				c.A[r4(o.v[0])] = f2h(v)
-				return
+			h := f2h(v)
+			if srOn(c) {
+				// Stochastic rounding (sround.go): one 64-bit draw, bits 0..15.
+				h = f2hSR(v, uint32(c.next64()))
 			}
-			// Stochastic rounding (sround.go): one 64-bit draw, bits 0..15.
-			c.A[r4(o.v[0])] = f2hSR(v, uint32(c.next64()))
+			c.A[r4(o.v[0])] = h | h<<16
 		}}, nil
 	},
 	"sort4x16lo": bindRR(func(a, b uint32) uint32 { return a&0xFFFF | b<<16 }),

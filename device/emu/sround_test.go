@@ -149,7 +149,7 @@ func TestSROffIsRNE(t *testing.T) {
 	for _, ictl := range []uint32{0, 0x7 | 7<<16 | 1<<20, ^uint32(fpCtlESR)} {
 		tl := srWorker(t, ictl, a, srConvProg...)
 		w := &tl.Workers[0]
-		checkRegs(t, "a", w.A[:], map[int]uint32{4: h(x), 5: hh(y, z), 6: h(x), 7: hh(y, z)})
+		checkRegs(t, "a", w.A[:], map[int]uint32{4: hh(x, x), 5: hh(y, z), 6: hh(x, x), 7: hh(y, z)})
 		ref := NewTile(0)
 		if w.rng != ref.Workers[0].rng {
 			t.Errorf("FP_ICTL 0x%x: the generator advanced with ESR off", ictl)
@@ -170,7 +170,7 @@ func TestSRConversions(t *testing.T) {
 			var want uint32
 			v := uint32(ref.next64())
 			if r == 4 || r == 6 {
-				want = f2hSR(x, v)
+				want = f2hSR(x, v) * 0x10001 // broadcast into both halves
 			} else {
 				want = f2hSR(y, v) | f2hSR(z, v>>16)<<16
 			}
@@ -181,7 +181,7 @@ func TestSRConversions(t *testing.T) {
 		for _, c := range []struct {
 			f float32
 			h uint32
-		}{{x, w.A[4]}, {x, w.A[6]}, {y, w.A[5] & 0xFFFF}, {z, w.A[5] >> 16}, {y, w.A[7] & 0xFFFF}, {z, w.A[7] >> 16}} {
+		}{{x, w.A[4] & 0xFFFF}, {x, w.A[4] >> 16}, {x, w.A[6] & 0xFFFF}, {x, w.A[6] >> 16}, {y, w.A[5] & 0xFFFF}, {z, w.A[5] >> 16}, {y, w.A[7] & 0xFFFF}, {z, w.A[7] >> 16}} {
 			if lo, hi := srNeighbours(c.f); c.h != lo && c.h != hi || c.h > 0xFFFF {
 				t.Errorf("%s: %g rounded to 0x%x, not 0x%04x or 0x%04x", name, c.f, c.h, lo, hi)
 			}

@@ -49,9 +49,10 @@ GEMM_INIT_SMALL_SYMBOL:
 	exitz $m15
 `
 
-// ownEcho is a kernel of our own for the reduce and GELU convention: the
-// supervisor stores m3, m4, m5 and m6 to output words 0-3 and returns
-// through m10, so the test sees which registers the tool set.
+// ownEcho is a kernel of our own for the single-call conventions (reduce,
+// GELU, softmax, merge): the supervisor stores m3-m8 to output words 0-5
+// and returns through m10, so the test sees which registers the tool set.
+// ENTRY is replaced by the entry symbol, or by the -D macro naming it.
 const ownEcho = `
 	.section .text.calib_echo, "ax"
 	.globl ENTRY
@@ -62,18 +63,30 @@ ENTRY:
 	st32 $m4, $m2, $m15, 1
 	st32 $m5, $m2, $m15, 2
 	st32 $m6, $m2, $m15, 3
+	st32 $m7, $m2, $m15, 4
+	st32 $m8, $m2, $m15, 5
 	br $m10
 	.size ENTRY, .-ENTRY
 `
 
+// echoSources are the reference file names the echo kernel stands in for,
+// with what replaces ENTRY.
+var echoSources = map[string]string{
+	"reduce_add_f16.S":        "ipu_stack_reduce_sum_f16",
+	"gelu_f16.S":              "ipu_stack_gelu_tanh_approx_f16",
+	"attention_softmax_f16.S": "ATTENTION_SOFTMAX_SYMBOL",
+	"attention_merge_f16.S":   "ATTENTION_MERGE_SYMBOL",
+}
+
 // writeOwn writes our own kernels under the reference's file names: the
-// GEMM always, the reduce and GELU echo kernels if all is set.
+// GEMM always, the echo kernels if all is set.
 func writeOwn(t *testing.T, all bool) string {
 	dir := t.TempDir()
 	files := map[string]string{"gemm_f16_amp.S": ownGemm}
 	if all {
-		files["reduce_add_f16.S"] = strings.ReplaceAll(ownEcho, "ENTRY", "ipu_stack_reduce_sum_f16")
-		files["gelu_f16.S"] = strings.ReplaceAll(ownEcho, "ENTRY", "ipu_stack_gelu_tanh_approx_f16")
+		for name, entry := range echoSources {
+			files[name] = strings.ReplaceAll(ownEcho, "ENTRY", entry)
+		}
 	}
 	for name, src := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
@@ -83,14 +96,24 @@ func writeOwn(t *testing.T, all bool) string {
 	return dir
 }
 
-func TestEchoKernelSeesTheReduceAndGeluRegisters(t *testing.T) {
+func TestEchoKernelSeesTheCallRegisters(t *testing.T) {
 	dir := writeOwn(t, true)
-	// Registers per the reference planner (figures.go): reduce m3 initial,
-	// m4 remote, m5 partials-1, m6 elements; GELU m3 input, m4 elements.
-	want := map[string][4]uint32{
-		"reduce N2208 P4": {leftBase, rightBase, 3, 2208},
-		"reduce N576 P15": {leftBase, rightBase, 14, 576},
-		"gelu N2208":      {leftBase, 2208, 0, 0},
+	// Registers per the reference's conventions (figures.go): reduce m3
+	// initial, m4 remote, m5 partials-1, m6 elements; GELU m3 input, m4
+	// elements; softmax m3 scores, m4 statistics, m5 workspace, m6 rows, m7
+	// keys, m8 split; merge m3 values, m4 state, m5 initial, m6 final, m7
+	// rows.
+	want := map[string][6]uint32{
+		"reduce N2208 P4":           {leftBase, rightBase, 3, 2208},
+		"reduce N576 P15":           {leftBase, rightBase, 14, 576},
+		"gelu N2208":                {leftBase, 2208, 0, 0},
+		"softmax R7 K64/64":         {leftBase, statsBase, workspaceBase, 7, 64, 0},
+		"softmax R8 K25/64":         {leftBase, statsBase, workspaceBase, 8, 25, 0},
+		"softmax R8 K729/768 split": {leftBase, statsBase, workspaceBase, 8, 729, 1},
+		"softmax R1 K768/768":       {leftBase, statsBase, workspaceBase, 1, 768, 0},
+		"merge R7 V72 initial":      {leftBase, statsBase, 1, 0, 7},
+		"merge R8 V72 update":       {leftBase, statsBase, 0, 0, 8},
+		"merge R8 V72 final":        {leftBase, statsBase, 0, 1, 8},
 	}
 	seen := 0
 	for _, f := range figures {
@@ -117,7 +140,7 @@ func TestEchoKernelSeesTheReduceAndGeluRegisters(t *testing.T) {
 		}
 	}
 	if seen != len(want) {
-		t.Fatalf("figures.go lists %d of the %d before-upgrade figures", seen, len(want))
+		t.Fatalf("figures.go lists %d of the %d figures checked here", seen, len(want))
 	}
 }
 
@@ -172,9 +195,13 @@ func TestRunPrintsTheTable(t *testing.T) {
 	if errb.Len() != 0 {
 		t.Fatalf("notes with every source present: %s", errb.String())
 	}
+	sets := map[string]bool{}
+	for _, f := range figures {
+		sets[f.set] = true
+	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	// Header, one line per figure, one per set, the overall summary.
-	if len(lines) != len(figures)+4 || !strings.HasPrefix(lines[0], "figure") || !strings.HasPrefix(lines[len(lines)-1], "figures=") {
+	if len(lines) != len(figures)+len(sets)+2 || !strings.HasPrefix(lines[0], "figure") || !strings.HasPrefix(lines[len(lines)-1], "figures=") {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	// Deterministic: a second run prints the same bytes.
@@ -201,7 +228,7 @@ func TestAbsentSourceSkipsItsFigures(t *testing.T) {
 	if len(lines) != gemm+3 || !strings.HasPrefix(lines[len(lines)-1], fmt.Sprintf("figures=%d ", gemm)) {
 		t.Fatalf("table:\n%s", out.String())
 	}
-	for _, name := range []string{"reduce_add_f16.S", "gelu_f16.S"} {
+	for name := range echoSources {
 		if !strings.Contains(errb.String(), "skipped the figures of "+name+": not in "+dir) {
 			t.Errorf("notes %q do not name the skipped %s", errb.String(), name)
 		}
