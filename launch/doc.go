@@ -13,5 +13,5 @@
 // launch imports ipuexe, device, runtime, reference, profile and graph,
 // never compiler/...: running a package neither plans nor schedules. The
 // compiler (compiler/driver) in turn imports nothing under device/ nor
-// runtime (cmd/ipu's TestCompilerImportsNoDevice).
+// runtime (TestImportRules checks both rules).
 package launch

@@ -5,8 +5,8 @@ import (
 	"io"
 
 	"github.com/ipustack/ipustack/compiler/driver"
-	"github.com/ipustack/ipustack/launch"
 	"github.com/ipustack/ipustack/internal/npy"
+	"github.com/ipustack/ipustack/launch"
 	"github.com/spf13/pflag"
 )
 

@@ -147,4 +147,3 @@ func TestLayoutsMatchV0Packers(t *testing.T) {
 		})
 	}
 }
-
