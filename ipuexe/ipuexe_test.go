@@ -62,7 +62,7 @@ func fullPackage() *Package {
 		MemorySize:      ipu21.SRAMEnd - ipu21.SRAMBase,
 		Inputs: []Binding{{Name: "x", DType: F16, Shape: []uint32{3, 64}, TensorShape: []uint32{3, 64},
 			Layout: []Block{{Offset: 0, RowLo: 0, RowHi: 3, ColLo: 0, ColHi: 64, RowEnd: 3, ColEnd: 64, Order: RowMajor}}}},
-		Outputs:         []Binding{{Name: "y", DType: F32, Shape: []uint32{3, 32}}},
+		Outputs: []Binding{{Name: "y", DType: F32, Shape: []uint32{3, 32}}},
 		Weights: []Binding{{Name: "w", DType: F16, Shape: []uint32{64, 32}, TensorShape: []uint32{64, 30}, Layout: []Block{
 			{Offset: 0, RowLo: 0, RowHi: 64, ColLo: 0, ColHi: 16, RowEnd: 64, ColEnd: 16, Order: AMPRight},
 			{Offset: 2048, RowLo: 0, RowHi: 64, ColLo: 16, ColHi: 32, RowEnd: 64, ColEnd: 30, Order: AMPRight},
