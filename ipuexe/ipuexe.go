@@ -221,8 +221,10 @@ type Binding struct {
 
 // Block is a rectangle of a binding's matrix held from byte Offset on in
 // the packed bytes, in padded coordinates [RowLo, RowHi) x [ColLo, ColHi)
-// and element order Order; elements at rows >= RowEnd or columns >=
-// ColEnd are padding (zero in inputs, ignored in outputs).
+// (columns padded to 16 for AMP orders; rows past the matrix are padding
+// rows) and element order Order; elements at rows >= RowEnd or columns >=
+// ColEnd are padding (zero in inputs, ignored in outputs). RowEnd ==
+// RowLo (or ColEnd == ColLo) is a block of padding only.
 type Block struct {
 	Offset         uint64
 	RowLo, RowHi   uint32

@@ -487,7 +487,7 @@ func (v *validator) layout(where string, b Binding, size uint64) {
 		return
 	}
 	esz := uint64(b.DType.Size())
-	padCols, padRows16 := (cols+15)/16*16, (rows+15)/16*16
+	padCols := (cols + 15) / 16 * 16
 	type extent struct {
 		off, end uint64
 		i        int
@@ -505,13 +505,10 @@ func (v *validator) layout(where string, b Binding, size uint64) {
 			continue
 		}
 		// Columns pad to 16 (row-major blocks may sit in padded columns
-		// too); rows pad only as AMP right panels' inner dimension.
-		padR := rows
-		if blk.Order == AMPRight {
-			padR = padRows16
-		}
-		if uint64(blk.RowHi) > padR || uint64(blk.ColHi) > padCols {
-			v.ps.add("%s: reaches past the padded %d x %d matrix (real %d x %d)", bw, padR, padCols, rows, cols)
+		// too). Rows past the matrix are padding rows (a v0 MLP's last
+		// row chunk), bounded by the packed bytes like any block.
+		if uint64(blk.ColHi) > padCols {
+			v.ps.add("%s: reaches past the padded %d columns (real %d x %d)", bw, padCols, rows, cols)
 		}
 		if blk.Order != RowMajor && (blk.ColLo%16 != 0 || blk.ColHi%16 != 0) {
 			v.ps.add("%s: columns not in whole 16-column groups", bw)
@@ -519,8 +516,10 @@ func (v *validator) layout(where string, b Binding, size uint64) {
 		if blk.Order == AMPRight && (blk.RowLo%16 != 0 || blk.RowHi%16 != 0) {
 			v.ps.add("%s: inner rows not in whole 16-row groups", bw)
 		}
-		if blk.RowEnd < blk.RowLo || blk.RowEnd > blk.RowHi || uint64(blk.RowEnd) > rows ||
-			blk.ColEnd < blk.ColLo || blk.ColEnd > blk.ColHi || uint64(blk.ColEnd) > cols {
+		// Real elements: rows [RowLo, RowEnd) x columns [ColLo, ColEnd),
+		// inside the matrix unless empty (a block of padding only).
+		if blk.RowEnd < blk.RowLo || blk.RowEnd > blk.RowHi || (blk.RowEnd > blk.RowLo && uint64(blk.RowEnd) > rows) ||
+			blk.ColEnd < blk.ColLo || blk.ColEnd > blk.ColHi || (blk.ColEnd > blk.ColLo && uint64(blk.ColEnd) > cols) {
 			v.ps.add("%s: real elements end at row %d col %d, outside the block or the %d x %d matrix", bw, blk.RowEnd, blk.ColEnd, rows, cols)
 		}
 		n := uint64(blk.Rows()) * uint64(blk.Cols()) * esz

@@ -155,23 +155,22 @@ func checkLayout(b *ipuexe.Binding) (size, rows, cols int, err error) {
 		return fail("packed shape %v or tensor shape %v unusable", b.Shape, b.TensorShape)
 	}
 	size, rows, cols = int(n), int(r), int(c)
-	padCols, padRows16 := (cols+15)/16*16, (rows+15)/16*16
+	padCols := (cols + 15) / 16 * 16
 	for i := range b.Layout {
 		blk := &b.Layout[i]
 		bw := fmt.Sprintf("layout block %d (%s rows [%d,%d) cols [%d,%d) at byte %d)", i, blk.Order, blk.RowLo, blk.RowHi, blk.ColLo, blk.ColHi, blk.Offset)
-		padRows := rows
 		switch blk.Order {
-		case ipuexe.RowMajor, ipuexe.AMPLeft, ipuexe.AMPOut:
-		case ipuexe.AMPRight:
-			padRows = padRows16
+		case ipuexe.RowMajor, ipuexe.AMPLeft, ipuexe.AMPOut, ipuexe.AMPRight:
 		default:
 			return fail("%s: unknown element order", bw)
 		}
 		if blk.RowHi < blk.RowLo || blk.ColHi < blk.ColLo {
 			return fail("%s: malformed extent", bw)
 		}
-		if int64(blk.RowHi) > int64(padRows) || int64(blk.ColHi) > int64(padCols) {
-			return fail("%s: reaches past the padded shape %d x %d (real %d x %d)", bw, padRows, padCols, rows, cols)
+		// Columns pad to 16; rows past the matrix are padding rows, bounded
+		// by the packed bytes below.
+		if int64(blk.ColHi) > int64(padCols) {
+			return fail("%s: reaches past the padded %d columns (real %d x %d)", bw, padCols, rows, cols)
 		}
 		if blk.Order != ipuexe.RowMajor && (blk.ColLo%16 != 0 || blk.ColHi%16 != 0) {
 			return fail("%s: columns not in whole 16-column groups", bw)
@@ -179,8 +178,8 @@ func checkLayout(b *ipuexe.Binding) (size, rows, cols int, err error) {
 		if blk.Order == ipuexe.AMPRight && (blk.RowLo%16 != 0 || blk.RowHi%16 != 0) {
 			return fail("%s: inner rows not in whole 16-row groups", bw)
 		}
-		if blk.RowEnd < blk.RowLo || blk.RowEnd > blk.RowHi || int64(blk.RowEnd) > int64(rows) ||
-			blk.ColEnd < blk.ColLo || blk.ColEnd > blk.ColHi || int64(blk.ColEnd) > int64(cols) {
+		if blk.RowEnd < blk.RowLo || blk.RowEnd > blk.RowHi || (blk.RowEnd > blk.RowLo && int64(blk.RowEnd) > int64(rows)) ||
+			blk.ColEnd < blk.ColLo || blk.ColEnd > blk.ColHi || (blk.ColEnd > blk.ColLo && int64(blk.ColEnd) > int64(cols)) {
 			return fail("%s: real elements end at row %d col %d, outside the block or the %d x %d matrix", bw, blk.RowEnd, blk.ColEnd, rows, cols)
 		}
 		bytes := 2 * uint64(blk.Rows()) * uint64(blk.Cols())

@@ -136,6 +136,13 @@ func TestPackOrders(t *testing.T) {
 			roundTrip(t, b, x)
 		}
 	}
+	// Padding rows past the matrix (a v0 MLP's last row chunk): a block
+	// reaching past the last row, and one of padding only.
+	b := tiled(20, 40, 1, 1, ipuexe.AMPLeft)
+	b.Layout[0].RowHi = 24
+	b.Layout = append(b.Layout, ipuexe.Block{Offset: 2 * 24 * 48, RowLo: 24, RowHi: 26, ColLo: 0, ColHi: 48, RowEnd: 24, ColEnd: 40, Order: ipuexe.AMPLeft})
+	b.Shape[0] = 26 * 48
+	roundTrip(t, b, randF16(rng, 20*40))
 }
 
 // Malformed layouts: an error naming the binding and the block, never a
@@ -150,7 +157,8 @@ func TestLayoutErrors(t *testing.T) {
 		{"f32", func(b *ipuexe.Binding) { b.DType = ipuexe.F32 }, `dtype "f32"`},
 		{"no tensor shape", func(b *ipuexe.Binding) { b.TensorShape = nil }, "tensor shape [] unusable"},
 		{"order", func(b *ipuexe.Binding) { b.Layout[1].Order = 9 }, "layout block 1 (order(9)"},
-		{"past the padded shape", func(b *ipuexe.Binding) { b.Layout[3].RowHi += 1 }, "reaches past the padded shape 20 x 48"},
+		{"past the padded columns", func(b *ipuexe.Binding) { b.Layout[3].ColHi += 16 }, "reaches past the padded 48 columns"},
+		{"past the bytes", func(b *ipuexe.Binding) { b.Layout[3].RowHi += 1 }, "bytes [1280,1984) misaligned or outside the binding's 1920"},
 		{"unaligned columns", func(b *ipuexe.Binding) { b.Layout[0].ColHi = 8 }, "not in whole 16-column groups"},
 		{"inverted", func(b *ipuexe.Binding) { b.Layout[0].RowHi, b.Layout[0].RowLo = 0, 5 }, "malformed extent"},
 		{"real end outside", func(b *ipuexe.Binding) { b.Layout[0].RowEnd = 30 }, "real elements end at row 30"},

@@ -141,8 +141,10 @@ enum ElementOrder {
 
 # A rectangle of the host tensor's matrix (rows x cols: the tensor's last
 # dimension is cols, the others rows) held from byte offset on in the
-# packed binding, in padded coordinates: elements at rows >= rowEnd or
-# cols >= colEnd are padding (zero in inputs, ignored in outputs).
+# packed binding, in padded coordinates (columns padded to 16 for AMP
+# orders; rows past the matrix are padding rows): elements at rows >=
+# rowEnd or cols >= colEnd are padding (zero in inputs, ignored in
+# outputs). rowEnd = rowLo (or colEnd = colLo): padding only.
 struct Block {
   offset @0 :UInt64;
   rowLo @1 :UInt32;
