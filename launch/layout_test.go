@@ -279,3 +279,33 @@ func FuzzLayout(f *testing.F) {
 		_ = packed
 	})
 }
+
+// BenchmarkPack packs and unpacks a 20 MiB tensor (4096 x 2560) cut into
+// 16 x 8 blocks, in each order.
+func BenchmarkPack(b *testing.B) {
+	const rows, cols = 4096, 2560
+	x := randF16(rand.New(rand.NewPCG(1, 1)), rows*cols)
+	for _, o := range []ipuexe.Order{ipuexe.AMPLeft, ipuexe.AMPRight, ipuexe.RowMajor} {
+		bd := tiled(rows, cols, 16, 8, o)
+		b.Run(o.String()+"/pack", func(b *testing.B) {
+			b.SetBytes(2 * rows * cols)
+			for b.Loop() {
+				if _, err := Pack(bd, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		packed, err := Pack(bd, x)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(o.String()+"/unpack", func(b *testing.B) {
+			b.SetBytes(2 * rows * cols)
+			for b.Loop() {
+				if _, err := Unpack(bd, packed); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
