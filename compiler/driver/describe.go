@@ -29,6 +29,7 @@ func describe(pkg *ipuexe.Package, pl *low.Plan, addrs []emit.Addresses, scheds 
 		return fmt.Errorf("BUG: describe: %d tiles and %d schedules for a plan of %d tiles and %d phases",
 			len(pkg.Tiles), len(scheds), len(pl.Programs), len(pl.Exchanges))
 	}
+	pkg.Run = ipuexe.RunInfo{} // describing twice gives the same package
 	run := &pkg.Run
 	run.Workload = workload
 	run.Assumptions = ipuexe.AssumptionsDefault
