@@ -148,6 +148,7 @@ func (d *decoder) pkg(msg *capnp.Message) *Package {
 		t := &p.Tiles[i]
 		t.Physical = ct.Physical()
 		t.Entry = ct.Entry()
+		t.MemoryMap = ct.MemoryMap()
 		path := fmt.Sprintf("tiles[%d] (tile %d)", i, t.Physical)
 		sl, err := ct.Segments()
 		d.fail(path+".segments", err)
@@ -199,10 +200,127 @@ func (d *decoder) pkg(msg *capnp.Message) *Package {
 	syms, err := root.Symbols()
 	d.fail("symbols", err)
 	p.Symbols = d.symbols("symbols", syms)
+
+	if root.HasRun() {
+		run, err := root.Run()
+		d.fail("run", err)
+		d.run(run, &p.Run)
+	}
 	if d.err != nil {
 		return nil
 	}
 	return p
+}
+
+func (d *decoder) run(cr schema.RunInfo, r *RunInfo) {
+	if d.err != nil {
+		return
+	}
+	r.Workload = d.text("run.workload", cr.Workload)
+	r.Assumptions = d.text("run.assumptions", cr.Assumptions)
+	r.Flops = cr.Flops()
+	if cr.HasPlan() {
+		plan, err := cr.Plan()
+		d.fail("run.plan", err)
+		r.Plan.PredictedCycles = plan.PredictedCycles()
+		gl, err := plan.Gemms()
+		d.fail("run.plan.gemms", err)
+		if n := gl.Len(); n > 0 {
+			r.Plan.Gemms = make([]PlanGemm, n)
+			for i := range r.Plan.Gemms {
+				cg := gl.At(i)
+				path := fmt.Sprintf("run.plan.gemms[%d]", i)
+				grid, err := cg.Grid()
+				d.fail(path+".grid", err)
+				r.Plan.Gemms[i] = PlanGemm{Name: d.text(path+".name", cg.Name), M: cg.M(), K: cg.K(), N: cg.N(),
+					Grid: getGrid(grid), Tiles: cg.Tiles(), Kernel: d.text(path+".kernel", cg.Kernel)}
+			}
+		}
+		fl, err := plan.Finalists()
+		d.fail("run.plan.finalists", err)
+		if n := fl.Len(); n > 0 {
+			r.Plan.Finalists = make([]PlanFinalist, n)
+			for i := range r.Plan.Finalists {
+				cf := fl.At(i)
+				f := &r.Plan.Finalists[i]
+				*f = PlanFinalist{Rank: cf.Rank(), MidCycles: cf.MidCycles(), LowCycles: cf.LowCycles(), Chosen: cf.Chosen()}
+				grids, err := cf.Grids()
+				d.fail(fmt.Sprintf("run.plan.finalists[%d].grids", i), err)
+				if n := grids.Len(); n > 0 {
+					f.Grids = make([]PlanGrid, n)
+					for j := range f.Grids {
+						f.Grids[j] = getGrid(grids.At(j))
+					}
+				}
+			}
+		}
+	}
+	pl, err := cr.Phases()
+	d.fail("run.phases", err)
+	if n := pl.Len(); n > 0 {
+		r.Phases = make([]ExchangePhase, n)
+		for i := range r.Phases {
+			if d.err != nil {
+				return
+			}
+			cp := pl.At(i)
+			path := fmt.Sprintf("run.phases[%d]", i)
+			ph := &r.Phases[i]
+			*ph = ExchangePhase{ID: cp.Id(), Name: d.text(path+".name", cp.Name), Horizon: cp.Horizon(), Bound: cp.Bound(),
+				Schedule: d.text(path+".schedule", cp.Schedule)}
+			wl, err := cp.Windows()
+			d.fail(path+".windows", err)
+			if n := wl.Len(); n > 0 {
+				ph.Windows = make([]PhaseWindow, n)
+				for j := range ph.Windows {
+					cw := wl.At(j)
+					ph.Windows[j] = PhaseWindow{Tile: cw.Tile(), SendStart: cw.SendStart(), SendEnd: cw.SendEnd(),
+						RecvStart: cw.RecvStart(), RecvEnd: cw.RecvEnd(), SendBytes: cw.SendBytes(), RecvBytes: cw.RecvBytes()}
+				}
+			}
+		}
+	}
+	ml, err := cr.MemoryMaps()
+	d.fail("run.memoryMaps", err)
+	if n := ml.Len(); n > 0 {
+		r.MemoryMaps = make([]MemoryMap, n)
+		for i := range r.MemoryMaps {
+			if d.err != nil {
+				return
+			}
+			path := fmt.Sprintf("run.memoryMaps[%d]", i)
+			rl, err := ml.At(i).Ranges()
+			d.fail(path, err)
+			if n := rl.Len(); n > 0 {
+				rs := make([]MemoryRange, n)
+				for j := range rs {
+					c := rl.At(j)
+					rp := fmt.Sprintf("%s.ranges[%d]", path, j)
+					rs[j] = MemoryRange{Kind: d.text(rp+".kind", c.Kind), Address: c.Address(), Size: c.Size(), Name: d.text(rp+".name", c.Name)}
+				}
+				r.MemoryMaps[i].Ranges = rs
+			}
+		}
+	}
+	dl, err := cr.StepDetails()
+	d.fail("run.stepDetails", err)
+	if n := dl.Len(); n > 0 {
+		r.StepDetails = make([]StepDetail, n)
+		for i := range r.StepDetails {
+			if d.err != nil {
+				return
+			}
+			c := dl.At(i)
+			path := fmt.Sprintf("run.stepDetails[%d]", i)
+			r.StepDetails[i] = StepDetail{Kernel: d.text(path+".kernel", c.Kernel), Phase: c.Phase(),
+				Operation: d.text(path+".operation", c.Operation), Value: d.text(path+".value", c.Value),
+				Reason: d.text(path+".reason", c.Reason)}
+		}
+	}
+}
+
+func getGrid(c schema.PlanGrid) PlanGrid {
+	return PlanGrid{Rows: c.Rows(), Cols: c.Cols(), Inner: c.Inner()}
 }
 
 func (d *decoder) symbols(path string, l schema.Symbol_List) []Symbol {
@@ -251,6 +369,20 @@ func (d *decoder) bindings(path string, get func() (schema.Binding_List, error))
 			b.TensorShape = make([]uint32, n)
 			for j := range b.TensorShape {
 				b.TensorShape[j] = ts.At(j)
+			}
+		}
+		ll, err := cb.Layout()
+		d.fail(bp+".layout", err)
+		if n := ll.Len(); n > 0 {
+			b.Layout = make([]Block, n)
+			for j := range b.Layout {
+				c := ll.At(j)
+				ord := c.Order()
+				if ord > 255 {
+					ord = 255 // unknown either way; Validate reports it
+				}
+				b.Layout[j] = Block{Offset: c.Offset(), RowLo: c.RowLo(), RowHi: c.RowHi(), ColLo: c.ColLo(), ColHi: c.ColHi(),
+					RowEnd: c.RowEnd(), ColEnd: c.ColEnd(), Order: Order(ord)}
 			}
 		}
 		sl, err := cb.Slices()
@@ -364,7 +496,7 @@ func (d *decoder) profile(cp schema.Profile, pr *Profile) {
 			t.Samples = make([]ProfileSample, n)
 			for j := range t.Samples {
 				cs := ss.At(j)
-				t.Samples[j] = ProfileSample{Address: cs.Address(), Step: cs.Step()}
+				t.Samples[j] = ProfileSample{Address: cs.Address(), Step: cs.Step(), Detail: cs.Detail()}
 			}
 		}
 	}

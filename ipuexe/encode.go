@@ -166,7 +166,7 @@ func estimateSize(p *Package, blobs [][]byte) int {
 	for _, bs := range [][]Binding{p.Inputs, p.Outputs, p.Weights} {
 		n += 16
 		for _, b := range bs {
-			n += st + 4*len(b.Shape) + 32 + st*len(b.Slices)
+			n += st + 4*len(b.Shape) + 4*len(b.TensorShape) + 48 + st*len(b.Slices) + st*len(b.Layout)
 			text(b.Name)
 			text(string(b.DType))
 		}
@@ -190,6 +190,38 @@ func estimateSize(p *Package, blobs [][]byte) int {
 		n += st + 16 + st*len(t.Samples)
 	}
 	symbols(p.Symbols)
+	r := &p.Run
+	n += 3*st + 64
+	text(r.Workload)
+	text(r.Assumptions)
+	for _, g := range r.Plan.Gemms {
+		n += 2 * st
+		text(g.Name)
+		text(g.Kernel)
+	}
+	for _, f := range r.Plan.Finalists {
+		n += st + 16 + st*len(f.Grids)
+	}
+	for _, ph := range r.Phases {
+		n += st + 16 + st*len(ph.Windows)
+		text(ph.Name)
+		text(ph.Schedule)
+	}
+	for _, m := range r.MemoryMaps {
+		n += st + 16
+		for _, mr := range m.Ranges {
+			n += st
+			text(mr.Kind)
+			text(mr.Name)
+		}
+	}
+	for _, d := range r.StepDetails {
+		n += st
+		text(d.Kernel)
+		text(d.Operation)
+		text(d.Value)
+		text(d.Reason)
+	}
 	return n
 }
 
@@ -238,6 +270,7 @@ func build(msg *capnp.Message, p *Package, blobs [][]byte, refs [][]uint32) erro
 		ct := tiles.At(i)
 		ct.SetPhysical(t.Physical)
 		ct.SetEntry(t.Entry)
+		ct.SetMemoryMap(t.MemoryMap)
 		segs, err := ct.NewSegments(b.count(len(t.Segments), "segments"))
 		b.check(err)
 		for j, s := range t.Segments {
@@ -295,7 +328,129 @@ func build(msg *capnp.Message, p *Package, blobs [][]byte, refs [][]uint32) erro
 	syms, err := root.NewSymbols(b.count(len(p.Symbols), "symbols"))
 	b.check(err)
 	b.symbols(syms, p.Symbols)
+
+	run, err := root.NewRun()
+	b.check(err)
+	b.run(run, &p.Run)
 	return b.err
+}
+
+func (b *builder) run(cr schema.RunInfo, r *RunInfo) {
+	if b.err != nil {
+		return
+	}
+	b.check(cr.SetWorkload(r.Workload))
+	b.check(cr.SetAssumptions(r.Assumptions))
+	cr.SetFlops(r.Flops)
+	plan, err := cr.NewPlan()
+	b.check(err)
+	if b.err != nil {
+		return
+	}
+	plan.SetPredictedCycles(r.Plan.PredictedCycles)
+	gemms, err := plan.NewGemms(b.count(len(r.Plan.Gemms), "plan gemms"))
+	b.check(err)
+	for i, g := range r.Plan.Gemms {
+		if b.err != nil {
+			return
+		}
+		cg := gemms.At(i)
+		b.check(cg.SetName(g.Name))
+		cg.SetM(g.M)
+		cg.SetK(g.K)
+		cg.SetN(g.N)
+		grid, err := cg.NewGrid()
+		b.check(err)
+		setGrid(grid, g.Grid)
+		cg.SetTiles(g.Tiles)
+		b.check(cg.SetKernel(g.Kernel))
+	}
+	fins, err := plan.NewFinalists(b.count(len(r.Plan.Finalists), "plan finalists"))
+	b.check(err)
+	for i, f := range r.Plan.Finalists {
+		if b.err != nil {
+			return
+		}
+		cf := fins.At(i)
+		cf.SetRank(f.Rank)
+		cf.SetMidCycles(f.MidCycles)
+		cf.SetLowCycles(f.LowCycles)
+		cf.SetChosen(f.Chosen)
+		grids, err := cf.NewGrids(b.count(len(f.Grids), "finalist grids"))
+		b.check(err)
+		for j, g := range f.Grids {
+			if b.err != nil {
+				return
+			}
+			setGrid(grids.At(j), g)
+		}
+	}
+	phases, err := cr.NewPhases(b.count(len(r.Phases), "phases"))
+	b.check(err)
+	for i, ph := range r.Phases {
+		if b.err != nil {
+			return
+		}
+		cp := phases.At(i)
+		cp.SetId(ph.ID)
+		b.check(cp.SetName(ph.Name))
+		cp.SetHorizon(ph.Horizon)
+		cp.SetBound(ph.Bound)
+		b.check(cp.SetSchedule(ph.Schedule))
+		ws, err := cp.NewWindows(b.count(len(ph.Windows), "phase windows"))
+		b.check(err)
+		for j, w := range ph.Windows {
+			if b.err != nil {
+				return
+			}
+			cw := ws.At(j)
+			cw.SetTile(w.Tile)
+			cw.SetSendStart(w.SendStart)
+			cw.SetSendEnd(w.SendEnd)
+			cw.SetRecvStart(w.RecvStart)
+			cw.SetRecvEnd(w.RecvEnd)
+			cw.SetSendBytes(w.SendBytes)
+			cw.SetRecvBytes(w.RecvBytes)
+		}
+	}
+	maps, err := cr.NewMemoryMaps(b.count(len(r.MemoryMaps), "memory maps"))
+	b.check(err)
+	for i, m := range r.MemoryMaps {
+		if b.err != nil {
+			return
+		}
+		rs, err := maps.At(i).NewRanges(b.count(len(m.Ranges), "memory ranges"))
+		b.check(err)
+		for j, mr := range m.Ranges {
+			if b.err != nil {
+				return
+			}
+			c := rs.At(j)
+			b.check(c.SetKind(mr.Kind))
+			c.SetAddress(mr.Address)
+			c.SetSize(mr.Size)
+			b.check(c.SetName(mr.Name))
+		}
+	}
+	ds, err := cr.NewStepDetails(b.count(len(r.StepDetails), "step details"))
+	b.check(err)
+	for i, d := range r.StepDetails {
+		if b.err != nil {
+			return
+		}
+		c := ds.At(i)
+		b.check(c.SetKernel(d.Kernel))
+		c.SetPhase(d.Phase)
+		b.check(c.SetOperation(d.Operation))
+		b.check(c.SetValue(d.Value))
+		b.check(c.SetReason(d.Reason))
+	}
+}
+
+func setGrid(c schema.PlanGrid, g PlanGrid) {
+	c.SetRows(g.Rows)
+	c.SetCols(g.Cols)
+	c.SetInner(g.Inner)
 }
 
 func (b *builder) symbols(l schema.Symbol_List, ss []Symbol) {
@@ -339,6 +494,24 @@ func (b *builder) bindings(newList func(int32) (schema.Binding_List, error), bs 
 					return
 				}
 				ts.Set(j, d)
+			}
+		}
+		if len(bd.Layout) > 0 {
+			ll, err := cb.NewLayout(b.count(len(bd.Layout), "layout"))
+			b.check(err)
+			for j, blk := range bd.Layout {
+				if b.err != nil {
+					return
+				}
+				c := ll.At(j)
+				c.SetOffset(blk.Offset)
+				c.SetRowLo(blk.RowLo)
+				c.SetRowHi(blk.RowHi)
+				c.SetColLo(blk.ColLo)
+				c.SetColHi(blk.ColHi)
+				c.SetRowEnd(blk.RowEnd)
+				c.SetColEnd(blk.ColEnd)
+				c.SetOrder(schema.ElementOrder(blk.Order))
 			}
 		}
 		sl, err := cb.NewSlices(b.count(len(bd.Slices), "slices"))
@@ -438,6 +611,7 @@ func (b *builder) profile(cp schema.Profile, pr *Profile) {
 			cs := ss.At(j)
 			cs.SetAddress(s.Address)
 			cs.SetStep(s.Step)
+			cs.SetDetail(s.Detail)
 		}
 	}
 }

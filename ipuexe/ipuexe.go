@@ -33,7 +33,11 @@
 // validate. Summary renders a package for `ipu inspect`.
 package ipuexe
 
-import "github.com/ipustack/ipustack/internal/envelope"
+import (
+	"fmt"
+
+	"github.com/ipustack/ipustack/internal/envelope"
+)
 
 // Magic opens every package file.
 const Magic = "IPUEXE1\x00"
@@ -87,6 +91,12 @@ type Package struct {
 	// regenerate the same inputs and host reference. The reader does not
 	// interpret it.
 	Recipe string
+
+	// Run is what a run needs besides the images and the host plan (the
+	// metrics' inputs, the plan summary, the exchange schedules and the
+	// memory maps of a profile), so that running a package never asks
+	// the compiler. Zero in packages written before it.
+	Run RunInfo
 }
 
 // Tile is the image of one tile.
@@ -98,6 +108,9 @@ type Tile struct {
 	Entry    uint32
 	Segments []Segment
 	Symbols  []Symbol
+	// MemoryMap is 0 for none, else n for Run.MemoryMaps[n-1]: the
+	// tile's memory as a profile shows it.
+	MemoryMap uint32
 }
 
 // Segment is a contiguous range of tile memory.
@@ -200,6 +213,81 @@ type Binding struct {
 	// Tools list it and `ipu run` checks user data against it. Nil in
 	// packages written before it was recorded.
 	TensorShape []uint32
+	// Layout says how the packed bytes hold the tensor's matrix (Matrix):
+	// blocks that cover the bytes exactly, every real element in at least
+	// one. Nil in packages written before it was recorded.
+	Layout []Block
+}
+
+// Block is a rectangle of a binding's matrix held from byte Offset on in
+// the packed bytes, in padded coordinates [RowLo, RowHi) x [ColLo, ColHi)
+// (columns padded to 16 for AMP orders; rows past the matrix are padding
+// rows) and element order Order; elements at rows >= RowEnd or columns >=
+// ColEnd are padding (zero in inputs, ignored in outputs). RowEnd ==
+// RowLo (or ColEnd == ColLo) is a block of padding only.
+type Block struct {
+	Offset         uint64
+	RowLo, RowHi   uint32
+	ColLo, ColHi   uint32
+	RowEnd, ColEnd uint32
+	Order          Order
+}
+
+// Rows and Cols are the block's padded extent.
+func (b Block) Rows() uint32 { return b.RowHi - b.RowLo }
+func (b Block) Cols() uint32 { return b.ColHi - b.ColLo }
+
+// Order is the element order of a layout block.
+type Order uint8
+
+// Element orders (compiler/mid's format.go defines them).
+const (
+	// RowMajor: [rows][cols], a row stride of the block's column count.
+	RowMajor Order = iota
+	// AMPLeft: for each 16-column group, every row's 16 values.
+	AMPLeft
+	// AMPRight: 16x16 blocks (16 columns x 16 inner rows), column-group
+	// major, inner-group minor; each column's 16 inner values together.
+	AMPRight
+	// AMPOut: byte for byte AMPLeft.
+	AMPOut
+
+	numOrders
+)
+
+// String is the order's name.
+func (o Order) String() string {
+	switch o {
+	case RowMajor:
+		return "row-major"
+	case AMPLeft:
+		return "amp-left"
+	case AMPRight:
+		return "amp-right"
+	case AMPOut:
+		return "amp-out"
+	}
+	return fmt.Sprintf("order(%d)", uint8(o))
+}
+
+// Matrix is the binding's tensor as a matrix: its last dimension is the
+// columns, the product of the others the rows (1 for a vector); ok is
+// false without a TensorShape or when the product overflows.
+func (b Binding) Matrix() (rows, cols uint64, ok bool) {
+	if len(b.TensorShape) == 0 {
+		return 0, 0, false
+	}
+	rows, cols = 1, uint64(b.TensorShape[len(b.TensorShape)-1])
+	for _, d := range b.TensorShape[:len(b.TensorShape)-1] {
+		if d != 0 && rows > maxTensorBytes/uint64(d) {
+			return 0, 0, false
+		}
+		rows *= uint64(d)
+	}
+	if cols != 0 && rows > maxTensorBytes/cols {
+		return 0, 0, false
+	}
+	return rows, cols, true
 }
 
 // Elements is the product of the shape; ok is false when it overflows.
@@ -338,6 +426,105 @@ type TileProfile struct {
 type ProfileSample struct {
 	Address uint32
 	Step    uint32
+	// Detail is 0 for none, else n for Run.StepDetails[n-1]: what the
+	// step this sample ends is.
+	Detail uint32
+}
+
+// RunInfo is what a run needs besides the images and the host plan.
+type RunInfo struct {
+	// Workload is the full workload name the metrics line prints.
+	Workload string
+	// Assumptions names the emulator assumption set the package is
+	// correct under (AssumptionsDefault, AssumptionsConservative).
+	Assumptions string
+	// Flops are the floating-point operations of one "run" call.
+	Flops uint64
+	Plan  PlanSummary
+	// Phases are the device exchange phases as scheduled into the
+	// package's rows.
+	Phases []ExchangePhase
+	// MemoryMaps are the distinct tile memory maps (Tile.MemoryMap).
+	MemoryMaps []MemoryMap
+	// StepDetails are the distinct sampled-step descriptions
+	// (ProfileSample.Detail).
+	StepDetails []StepDetail
+}
+
+// Names of the emulator assumption sets a package can be built for
+// (device/emu's AssumptionSet.String; a launch test checks they agree).
+const (
+	AssumptionsDefault      = "amp-state-retained"
+	AssumptionsConservative = "conservative"
+)
+
+// PlanSummary is the planner's summary of the package's plan.
+type PlanSummary struct {
+	PredictedCycles uint64
+	Gemms           []PlanGemm
+	Finalists       []PlanFinalist
+}
+
+// PlanGrid is a GEMM's tile grid: Rows x Cols output blocks, each K-split
+// in Inner parts.
+type PlanGrid struct{ Rows, Cols, Inner uint32 }
+
+// PlanGemm is one GEMM of the plan.
+type PlanGemm struct {
+	Name    string
+	M, K, N uint32
+	Grid    PlanGrid
+	Tiles   uint32
+	Kernel  string
+}
+
+// PlanFinalist is one whole-graph plan the planner kept, with one grid per
+// PlanSummary.Gemms entry.
+type PlanFinalist struct {
+	Rank                 uint32
+	MidCycles, LowCycles uint64
+	Grids                []PlanGrid
+	Chosen               bool
+}
+
+// ExchangePhase is one device exchange phase as scheduled.
+type ExchangePhase struct {
+	ID       uint32
+	Name     string
+	Horizon  uint64 // scheduled length in cycles
+	Bound    uint64 // endpoint lower bound in cycles
+	Schedule string // "full-duplex", "paired"
+	Windows  []PhaseWindow
+}
+
+// PhaseWindow is a tile's traffic in a phase: it sends in [SendStart,
+// SendEnd) and receives in [RecvStart, RecvEnd), cycles from the phase
+// start.
+type PhaseWindow struct {
+	Tile                 uint32 // physical id
+	SendStart, SendEnd   uint32
+	RecvStart, RecvEnd   uint32
+	SendBytes, RecvBytes uint32
+}
+
+// MemoryMap is a tile's memory as a profile shows it.
+type MemoryMap struct{ Ranges []MemoryRange }
+
+// MemoryRange is one range of a tile memory map.
+type MemoryRange struct {
+	Kind    string // "code", "exchange-rows", "weights", "activations", "partials", "free"
+	Address uint32
+	Size    uint32
+	Name    string
+}
+
+// StepDetail is what a sampled step is.
+type StepDetail struct {
+	Kernel    string
+	Phase     int32 // exchange phase id; -1 for none
+	Operation string
+	Value     string
+	Reason    string
 }
 
 // bindings returns the binding list of kind k.

@@ -60,9 +60,13 @@ func fullPackage() *Package {
 		Target:          "ipu21",
 		MemoryBase:      ipu21.SRAMBase,
 		MemorySize:      ipu21.SRAMEnd - ipu21.SRAMBase,
-		Inputs:          []Binding{{Name: "x", DType: F16, Shape: []uint32{3, 64}}},
-		Outputs:         []Binding{{Name: "y", DType: F32, Shape: []uint32{3, 32}}},
-		Weights: []Binding{{Name: "w", DType: F16, Shape: []uint32{64, 32}, Slices: []Slice{
+		Inputs: []Binding{{Name: "x", DType: F16, Shape: []uint32{3, 64}, TensorShape: []uint32{3, 64},
+			Layout: []Block{{Offset: 0, RowLo: 0, RowHi: 3, ColLo: 0, ColHi: 64, RowEnd: 3, ColEnd: 64, Order: RowMajor}}}},
+		Outputs: []Binding{{Name: "y", DType: F32, Shape: []uint32{3, 32}}},
+		Weights: []Binding{{Name: "w", DType: F16, Shape: []uint32{64, 32}, TensorShape: []uint32{64, 30}, Layout: []Block{
+			{Offset: 0, RowLo: 0, RowHi: 64, ColLo: 0, ColHi: 16, RowEnd: 64, ColEnd: 16, Order: AMPRight},
+			{Offset: 2048, RowLo: 0, RowHi: 64, ColLo: 16, ColHi: 32, RowEnd: 64, ColEnd: 30, Order: AMPRight},
+		}, Slices: []Slice{
 			{Tile: 0, Address: bssAddr, Offset: 0, Length: 2048},
 			{Tile: 2, Address: bssAddr, Offset: 2048, Length: 2048},
 		}}},
@@ -77,16 +81,27 @@ func fullPackage() *Package {
 			{Name: "start", Kind: "sync"}, {Name: "gemm", Kind: "compute"}, {Name: "end", Kind: "sync"},
 		}},
 		Symbols: []Symbol{{Name: "_start", Address: codeAddr, Size: 0x40}},
+		Run: RunInfo{Workload: "gemm-test", Assumptions: AssumptionsDefault, Flops: 2 * 3 * 64 * 30,
+			Plan: PlanSummary{PredictedCycles: 1000,
+				Gemms:     []PlanGemm{{Name: "y", M: 3, K: 64, N: 30, Grid: PlanGrid{1, 3, 1}, Tiles: 3, Kernel: "gemm_f16"}},
+				Finalists: []PlanFinalist{{Rank: 1, MidCycles: 1000, LowCycles: 1100, Grids: []PlanGrid{{1, 3, 1}}, Chosen: true}}},
+			Phases: []ExchangePhase{{ID: 0, Name: "w broadcast", Horizon: 100, Bound: 90, Schedule: "full-duplex", Windows: []PhaseWindow{
+				{Tile: 0, SendStart: 0, SendEnd: 50, SendBytes: 2048}, {Tile: 64, RecvStart: 10, RecvEnd: 60, RecvBytes: 2048}}}},
+			MemoryMaps: []MemoryMap{{Ranges: []MemoryRange{{Kind: "code", Address: codeAddr, Size: 0x100, Name: "runtime"},
+				{Kind: "weights", Address: bssAddr, Size: 0x1000, Name: "w"}}}},
+			StepDetails: []StepDetail{{Kernel: "gemm_f16", Phase: -1, Operation: "y", Value: "y", Reason: "GEMM block"}},
+		},
 	}
 	var runIn, runOut []HostTransfer
 	for i, id := range ids {
 		p.Tiles = append(p.Tiles, testTile(id))
+		p.Tiles[i].MemoryMap = 1
 		p.Inputs[0].Slices = append(p.Inputs[0].Slices, Slice{Tile: id, Address: inAddr, Offset: uint64(i) * 128, Length: 128})
 		p.Outputs[0].Slices = append(p.Outputs[0].Slices, Slice{Tile: id, Address: outAddr, Offset: uint64(i) * 128, Length: 128})
 		runIn = append(runIn, HostTransfer{Kind: KindInput, Slice: uint32(i), Length: 128, Page: 1, PageOffset: uint32(i) * slotBytes})
 		runOut = append(runOut, HostTransfer{Kind: KindOutput, Slice: uint32(i), Length: 128, Page: 1, PageOffset: uint32(i) * slotBytes})
 		p.Profile.Tiles = append(p.Profile.Tiles, TileProfile{Tile: id, Samples: []ProfileSample{
-			{Address: sampleA, Step: 0}, {Address: sampleB, Step: 2},
+			{Address: sampleA, Step: 0}, {Address: sampleB, Step: 2, Detail: 1},
 		}})
 	}
 	p.Host.Calls = []HostCall{
@@ -352,6 +367,42 @@ func TestValidateRejects(t *testing.T) {
 			[]string{"profile.tiles[2] (tile 3)", "not in the package"}},
 		{"symbol outside SRAM", func(p *Package) { p.Tiles[1].Symbols[0].Address = 0x100 },
 			[]string{"tiles[1] (tile 2) symbols[0]", `"tile_data"`, "outside SRAM"}},
+		{"layout without tensor shape", func(p *Package) { p.Inputs[0].TensorShape = nil },
+			[]string{`inputs[0] "x"`, "a layout needs a tensor shape"}},
+		{"layout order unknown", func(p *Package) { p.Weights[0].Layout[1].Order = 7 },
+			[]string{`weights[0] "w": layout block 1 (order(7)`, "unknown element order 7"}},
+		{"layout past the columns", func(p *Package) { p.Inputs[0].Layout[0].ColHi = 80 },
+			[]string{`inputs[0] "x": layout block 0`, "reaches past the padded 64 columns"}},
+		{"layout rows past the bytes", func(p *Package) { p.Inputs[0].Layout[0].RowHi = 4 },
+			[]string{`inputs[0] "x": layout block 0`, "bytes [0,512) misaligned or outside the binding's 384"}},
+		{"layout gap", func(p *Package) { p.Weights[0].Layout[0].RowHi, p.Weights[0].Layout[0].RowEnd = 48, 48 },
+			[]string{`weights[0] "w": layout: bytes [1536,2048) are in no block`}},
+		{"layout outside", func(p *Package) { p.Weights[0].Layout[1].Offset = 2050 },
+			[]string{`weights[0] "w": layout block 1`, "bytes [2050,4098) misaligned or outside the binding's 4096"}},
+		{"layout AMP columns", func(p *Package) { p.Weights[0].Layout[0].ColHi = 8 },
+			[]string{`weights[0] "w": layout block 0`, "columns not in whole 16-column groups"}},
+		{"layout real end", func(p *Package) { p.Weights[0].Layout[1].ColEnd = 32 },
+			[]string{`weights[0] "w": layout block 1`, "real elements end at row 64 col 32", "64 x 30 matrix"}},
+		{"memory map missing", func(p *Package) { p.Tiles[2].MemoryMap = 2 },
+			[]string{"tiles[2] (tile 64): memory map 2 does not exist (run.memoryMaps has 1)"}},
+		{"memory range kind", func(p *Package) { p.Run.MemoryMaps[0].Ranges[1].Kind = "heap" },
+			[]string{`run.memoryMaps[0] range 1 "w" [0x80000,0x81000)`, `unknown kind "heap"`}},
+		{"step detail missing", func(p *Package) { p.Profile.Tiles[0].Samples[1].Detail = 2 },
+			[]string{"profile.tiles[0] (tile 0): sample 1", "step detail 2 does not exist"}},
+		{"step detail phase", func(p *Package) { p.Run.StepDetails[0].Phase = 4 },
+			[]string{"run.stepDetails[0]: phase 4 is not in run.phases"}},
+		{"window outside horizon", func(p *Package) { p.Run.Phases[0].Windows[1].RecvEnd = 101 },
+			[]string{`run.phases[0] "w broadcast" (id 0) window 1 (tile 64)`, "not inside the horizon 100"}},
+		{"window of a missing tile", func(p *Package) { p.Run.Phases[0].Windows[0].Tile = 5 },
+			[]string{`run.phases[0] "w broadcast" (id 0) window 0 (tile 5)`, "not in the package"}},
+		{"bound past horizon", func(p *Package) { p.Run.Phases[0].Bound = 200 },
+			[]string{`run.phases[0] "w broadcast"`, "lower bound 200 exceeds the horizon 100"}},
+		{"duplicate phase", func(p *Package) { p.Run.Phases = append(p.Run.Phases, p.Run.Phases[0]) },
+			[]string{`run.phases[1] "w broadcast" (id 0): duplicate id, also run.phases[0]`}},
+		{"finalist grids", func(p *Package) { p.Run.Plan.Finalists[0].Grids = nil },
+			[]string{"run.plan.finalists[0] (rank 1): 0 grids for 1 GEMMs"}},
+		{"assumptions", func(p *Package) { p.Run.Assumptions = "optimistic" },
+			[]string{`run.assumptions: unknown assumption set "optimistic"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fullPackage()

@@ -94,8 +94,22 @@ func Summary(p *Package) string {
 			if len(bd.TensorShape) > 0 {
 				ts = fmt.Sprintf(" (tensor %v)", bd.TensorShape)
 			}
-			fmt.Fprintf(&b, "  %s %s %v%s: %s bytes, %d slices on %d tiles\n",
-				bd.Name, bd.DType, bd.Shape, ts, size, len(bd.Slices), len(tiles))
+			lay := ""
+			if len(bd.Layout) > 0 {
+				orders := map[Order]int{}
+				for _, blk := range bd.Layout {
+					orders[blk.Order]++
+				}
+				var os []string
+				for o := RowMajor; o < numOrders+1; o++ {
+					if n := orders[o]; n > 0 {
+						os = append(os, fmt.Sprintf("%d %s", n, o))
+					}
+				}
+				lay = ", layout " + strings.Join(os, " ")
+			}
+			fmt.Fprintf(&b, "  %s %s %v%s: %s bytes, %d slices on %d tiles%s\n",
+				bd.Name, bd.DType, bd.Shape, ts, size, len(bd.Slices), len(tiles), lay)
 		}
 	}
 
@@ -129,6 +143,16 @@ func Summary(p *Package) string {
 		tileSyms += len(t.Symbols)
 	}
 	fmt.Fprintf(&b, "symbols: %d shared, %d per-tile\n", len(p.Symbols), tileSyms)
+	if r := &p.Run; r.Workload != "" {
+		fmt.Fprintf(&b, "run: workload %s, assumptions %s, %d flops, predicted %d cycles\n", r.Workload, r.Assumptions, r.Flops, r.Plan.PredictedCycles)
+		for _, g := range r.Plan.Gemms {
+			fmt.Fprintf(&b, "  gemm %s %dx%dx%d on %dx%dx%d (%d tiles, %s)\n", g.Name, g.M, g.K, g.N, g.Grid.Rows, g.Grid.Cols, g.Grid.Inner, g.Tiles, g.Kernel)
+		}
+		for _, ph := range r.Phases {
+			fmt.Fprintf(&b, "  exchange phase %d %q: horizon %d, bound %d, %s, %d tiles\n", ph.ID, ph.Name, ph.Horizon, ph.Bound, ph.Schedule, len(ph.Windows))
+		}
+		fmt.Fprintf(&b, "  %d finalists, %d memory maps, %d step details\n", len(r.Plan.Finalists), len(r.MemoryMaps), len(r.StepDetails))
+	}
 	return b.String()
 }
 

@@ -63,6 +63,7 @@ func (p *Package) Validate(t *ipu21.Target) error {
 	v.config()
 	v.profile()
 	v.symbols("symbols", p.Symbols)
+	v.run()
 	return v.ps.err()
 }
 
@@ -110,6 +111,9 @@ func (v *validator) tileImages() {
 			v.ps.add("%s: duplicate tile, also tiles[%d]", where, j)
 		} else {
 			v.tiles[tl.Physical] = i
+		}
+		if uint64(tl.MemoryMap) > uint64(len(v.p.Run.MemoryMaps)) {
+			v.ps.add("%s: memory map %d does not exist (run.memoryMaps has %d)", where, tl.MemoryMap, len(v.p.Run.MemoryMaps))
 		}
 		if len(tl.Segments) == 0 {
 			v.ps.add("%s: no segments", where)
@@ -232,6 +236,7 @@ func (v *validator) bindings(k BindingKind) {
 		}
 		if sizeOK {
 			v.coverage(where, b, size)
+			v.layout(where, b, size)
 		}
 	}
 }
@@ -451,11 +456,154 @@ func (v *validator) profile() {
 			if s.Address%4 != 0 || !v.inSRAM(s.Address, 4) {
 				v.ps.add("%s: not an aligned word in SRAM", sw)
 			}
+			if uint64(s.Detail) > uint64(len(v.p.Run.StepDetails)) {
+				v.ps.add("%s: step detail %d does not exist (run.stepDetails has %d)", sw, s.Detail, len(v.p.Run.StepDetails))
+			}
 			if k, dup := addrs[s.Address]; dup {
 				v.ps.add("%s: same address as sample %d", sw, k)
 			} else {
 				addrs[s.Address] = j
 			}
+		}
+	}
+}
+
+// MemoryKinds are the kinds a MemoryRange may have (profile.SegmentKind's
+// names; a launch test checks they agree).
+var MemoryKinds = []string{"code", "exchange-rows", "weights", "activations", "partials", "free"}
+
+// layout checks a binding's layout blocks: a tensor shape to refer to,
+// known orders, blocks inside the padded matrix and aligned as their order
+// needs, real-element bounds inside the block and the matrix, and blocks
+// that cover the packed bytes exactly. (That every real element is in
+// some block is checked where the elements are: by the host packer.)
+func (v *validator) layout(where string, b Binding, size uint64) {
+	if len(b.Layout) == 0 {
+		return
+	}
+	rows, cols, ok := b.Matrix()
+	if !ok {
+		v.ps.add("%s: a layout needs a tensor shape that fits, got %v", where, b.TensorShape)
+		return
+	}
+	esz := uint64(b.DType.Size())
+	padCols := (cols + 15) / 16 * 16
+	type extent struct {
+		off, end uint64
+		i        int
+	}
+	ext := make([]extent, 0, len(b.Layout))
+	for i, blk := range b.Layout {
+		bw := fmt.Sprintf("%s: layout block %d (%s rows [%d,%d) cols [%d,%d) at byte %d)", where, i, blk.Order,
+			blk.RowLo, blk.RowHi, blk.ColLo, blk.ColHi, blk.Offset)
+		if blk.Order >= numOrders {
+			v.ps.add("%s: unknown element order %d", bw, uint8(blk.Order))
+			continue
+		}
+		if blk.RowHi < blk.RowLo || blk.ColHi < blk.ColLo {
+			v.ps.add("%s: malformed extent", bw)
+			continue
+		}
+		// Columns pad to 16 (row-major blocks may sit in padded columns
+		// too). Rows past the matrix are padding rows (a v0 MLP's last
+		// row chunk), bounded by the packed bytes like any block.
+		if uint64(blk.ColHi) > padCols {
+			v.ps.add("%s: reaches past the padded %d columns (real %d x %d)", bw, padCols, rows, cols)
+		}
+		if blk.Order != RowMajor && (blk.ColLo%16 != 0 || blk.ColHi%16 != 0) {
+			v.ps.add("%s: columns not in whole 16-column groups", bw)
+		}
+		if blk.Order == AMPRight && (blk.RowLo%16 != 0 || blk.RowHi%16 != 0) {
+			v.ps.add("%s: inner rows not in whole 16-row groups", bw)
+		}
+		// Real elements: rows [RowLo, RowEnd) x columns [ColLo, ColEnd),
+		// inside the matrix unless empty (a block of padding only).
+		if blk.RowEnd < blk.RowLo || blk.RowEnd > blk.RowHi || (blk.RowEnd > blk.RowLo && uint64(blk.RowEnd) > rows) ||
+			blk.ColEnd < blk.ColLo || blk.ColEnd > blk.ColHi || (blk.ColEnd > blk.ColLo && uint64(blk.ColEnd) > cols) {
+			v.ps.add("%s: real elements end at row %d col %d, outside the block or the %d x %d matrix", bw, blk.RowEnd, blk.ColEnd, rows, cols)
+		}
+		n := uint64(blk.Rows()) * uint64(blk.Cols()) * esz
+		if blk.Offset%esz != 0 || blk.Offset > size || n > size-blk.Offset {
+			v.ps.add("%s: bytes [%d,%d) misaligned or outside the binding's %d", bw, blk.Offset, blk.Offset+n, size)
+			continue
+		}
+		ext = append(ext, extent{blk.Offset, blk.Offset + n, i})
+	}
+	slices.SortFunc(ext, func(a, b extent) int { return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.i, b.i)) })
+	next := uint64(0)
+	for _, e := range ext {
+		switch {
+		case e.off > next:
+			v.ps.add("%s: layout: bytes [%d,%d) are in no block", where, next, e.off)
+		case e.off < next:
+			v.ps.add("%s: layout block %d: bytes [%d,%d) overlap another block", where, e.i, e.off, e.end)
+		}
+		next = max(next, e.end)
+	}
+	if next < size && len(ext) == len(b.Layout) {
+		v.ps.add("%s: layout: bytes [%d,%d) are in no block", where, next, size)
+	}
+}
+
+// run checks the run information: known assumptions, finalists with one
+// grid per GEMM, phases with distinct ids and windows of package tiles
+// inside their horizon, memory ranges of known kinds in SRAM, step
+// details naming phases that exist.
+func (v *validator) run() {
+	r := &v.p.Run
+	switch r.Assumptions {
+	case "", AssumptionsDefault, AssumptionsConservative:
+	default:
+		v.ps.add("run.assumptions: unknown assumption set %q (want %q or %q)", r.Assumptions, AssumptionsDefault, AssumptionsConservative)
+	}
+	for i, f := range r.Plan.Finalists {
+		if len(f.Grids) != len(r.Plan.Gemms) {
+			v.ps.add("run.plan.finalists[%d] (rank %d): %d grids for %d GEMMs", i, f.Rank, len(f.Grids), len(r.Plan.Gemms))
+		}
+	}
+	ids := map[uint32]int{}
+	for i, ph := range r.Phases {
+		where := fmt.Sprintf("run.phases[%d] %q (id %d)", i, ph.Name, ph.ID)
+		if j, dup := ids[ph.ID]; dup {
+			v.ps.add("%s: duplicate id, also run.phases[%d]", where, j)
+		} else {
+			ids[ph.ID] = i
+		}
+		if ph.Bound > ph.Horizon {
+			v.ps.add("%s: lower bound %d exceeds the horizon %d", where, ph.Bound, ph.Horizon)
+		}
+		seen := map[uint32]int{}
+		for j, w := range ph.Windows {
+			ww := fmt.Sprintf("%s window %d (tile %d)", where, j, w.Tile)
+			if _, ok := v.tiles[w.Tile]; !ok {
+				v.ps.add("%s: tile %d is not in the package", ww, w.Tile)
+			}
+			if k, dup := seen[w.Tile]; dup {
+				v.ps.add("%s: duplicate tile, also window %d", ww, k)
+			} else {
+				seen[w.Tile] = j
+			}
+			if w.SendStart > w.SendEnd || w.RecvStart > w.RecvEnd || uint64(w.SendEnd) > ph.Horizon || uint64(w.RecvEnd) > ph.Horizon {
+				v.ps.add("%s: send [%d,%d) or receive [%d,%d) is not inside the horizon %d", ww, w.SendStart, w.SendEnd, w.RecvStart, w.RecvEnd, ph.Horizon)
+			}
+		}
+	}
+	for i, m := range r.MemoryMaps {
+		for j, mr := range m.Ranges {
+			rw := fmt.Sprintf("run.memoryMaps[%d] range %d %q %s", i, j, mr.Name, span(mr.Address, uint64(mr.Size)))
+			if !slices.Contains(MemoryKinds, mr.Kind) {
+				v.ps.add("%s: unknown kind %q", rw, mr.Kind)
+			}
+			if !v.inSRAM(mr.Address, uint64(mr.Size)) {
+				v.ps.add("%s: outside SRAM", rw)
+			}
+		}
+	}
+	for i, d := range r.StepDetails {
+		if d.Phase < -1 {
+			v.ps.add("run.stepDetails[%d]: phase %d (want an id or -1)", i, d.Phase)
+		} else if _, ok := ids[uint32(d.Phase)]; d.Phase >= 0 && len(r.Phases) > 0 && !ok {
+			v.ps.add("run.stepDetails[%d]: phase %d is not in run.phases", i, d.Phase)
 		}
 	}
 }

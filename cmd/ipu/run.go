@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/ipustack/ipustack/compiler/driver"
-	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipuexe"
+	"github.com/ipustack/ipustack/launch"
 	"github.com/ipustack/ipustack/runtime"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -52,10 +52,9 @@ lists them).`,
 				pkg *ipuexe.Package
 				r   driver.Recipe
 				g   *graph.Graph
-				pl  *low.Plan
 			)
 			start := time.Now()
-			var ro driver.RunOptions
+			var ro launch.Options
 			if len(args) == 1 {
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
@@ -84,6 +83,12 @@ lists them).`,
 				if err := ud.apply(r, &ro); err != nil {
 					return fmt.Errorf("run: %w", err)
 				}
+				// The recipe names the workload graph: the seeded data and
+				// the host reference. The package says everything else
+				// (launch): nothing is planned or scheduled again.
+				if g, err = graph.Preset(r.Workload, r.Flags); err != nil {
+					return fmt.Errorf("run: %s: the recipe's workload: %w", args[0], err)
+				}
 			} else {
 				var err error
 				if r, err = wf.recipe(); err != nil {
@@ -105,7 +110,7 @@ lists them).`,
 				if pkg, err = ipuexe.Read(data); err != nil {
 					return fmt.Errorf("run: %w", err)
 				}
-				g, pl = res.Graph, res.Plan
+				g = res.Graph
 				slog.Info("package built", "build_ms", time.Since(start).Milliseconds(), "bytes", len(data))
 			}
 			t0 := time.Now()
@@ -114,7 +119,7 @@ lists them).`,
 				return fmt.Errorf("run: %w", err)
 			}
 			ro.Device, ro.DeviceOptions, ro.Profile, ro.Conservative = dev, dopts, profPath, wf.conservative
-			m, err := driver.Run(ctx, pkg, r, g, pl, ro)
+			m, err := launch.Run(ctx, pkg, g, ro)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
 			}

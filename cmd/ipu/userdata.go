@@ -6,6 +6,7 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/internal/npy"
+	"github.com/ipustack/ipustack/launch"
 	"github.com/spf13/pflag"
 )
 
@@ -36,7 +37,7 @@ func (u *userDataFlags) names() []string {
 }
 
 // apply checks the flags and loads the user's data for recipe r into opts.
-func (u *userDataFlags) apply(r driver.Recipe, opts *driver.RunOptions) error {
+func (u *userDataFlags) apply(r driver.Recipe, opts *launch.Options) error {
 	var dt string
 	switch u.outputDType {
 	case "f32":

@@ -1,8 +1,9 @@
 // Package driver is the compiler driver: a table of stages from a workload
 // graph to an application package, each a span logged with its busy time
-// ("stage=... busy_ms=..."), and the run half that feeds the package with
-// packed host tensors, checks its output against the host reference and
-// computes the metrics line.
+// ("stage=... busy_ms=..."). The package it writes describes itself
+// (describe.go: host layouts, plan summary, exchange schedules, memory
+// maps), so that running it (package launch) needs nothing of the
+// compiler.
 package driver
 
 import (
@@ -23,7 +24,6 @@ import (
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/compiler/place"
-	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
@@ -49,22 +49,14 @@ type Recipe struct {
 	Finalists []Finalist `json:"finalists,omitempty"`
 	// Assumptions are the emulator assumptions the package is built to be
 	// correct under: "" for the default set (its GEMMs keep AMP state
-	// between worker runs, amp-state-retained), emu.ConservativeName for
+	// between worker runs, amp-state-retained), ipuexe.AssumptionsConservative for
 	// the conservative set (--conservative: gemm_f16_drain).
 	Assumptions string `json:"assumptions,omitempty"`
 }
 
 // Conservative reports whether the recipe is built for the conservative
 // assumption set.
-func (r Recipe) Conservative() bool { return r.Assumptions == emu.ConservativeName }
-
-// AssumptionSet is the emulator assumption set the recipe is correct under.
-func (r Recipe) AssumptionSet() emu.AssumptionSet {
-	if r.Conservative() {
-		return emu.ConservativeAssumptions
-	}
-	return emu.DefaultAssumptions
-}
+func (r Recipe) Conservative() bool { return r.Assumptions == ipuexe.AssumptionsConservative }
 
 // Finalist is one reranked candidate as the profile shows it.
 type Finalist struct {
@@ -123,7 +115,7 @@ func (r Recipe) Validate() error {
 		errs = append(errs, fmt.Errorf("--tiles must be 1..%d (the C600 has %d tiles), got %d", ipu21.Tiles, ipu21.Tiles, r.Tiles))
 	}
 	if r.Assumptions != "" && !r.Conservative() {
-		errs = append(errs, fmt.Errorf("assumptions %q: want empty (default) or %q", r.Assumptions, emu.ConservativeName))
+		errs = append(errs, fmt.Errorf("assumptions %q: want empty (default) or %q", r.Assumptions, ipuexe.AssumptionsConservative))
 	}
 	if _, ok := graph.CanonicalPreset(r.Workload); !ok {
 		errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", r.Workload, strings.Join(graph.Presets(), ", ")))
@@ -422,6 +414,9 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			res.Package.Recipe = string(rj)
 			recordTensorShapes(res.Package, res.Graph)
+			if err := describe(res.Package, res.Plan, addrs, scheds, res.Recipe, res.Graph, res.Name); err != nil {
+				return err
+			}
 			return res.Package.Validate(ipu21.IPU21())
 		}},
 	}

@@ -38,6 +38,122 @@ struct Package {
   # the compiler wrote it (JSON): lets a run regenerate the same inputs and
   # host reference. Opaque to the reader.
   recipe @14 :Text;
+  # What a run needs besides the images and the host plan, so that running
+  # a package never asks the compiler: the metrics' workload, assumption
+  # set and flops, the plan summary, the exchange phases' schedules and the
+  # memory maps a profile shows. Empty in packages written before it.
+  run @15 :RunInfo;
+}
+
+struct RunInfo {
+  workload @0 :Text;          # full workload name, as the metrics line prints it
+  # The emulator assumption set the package is correct under, by its name
+  # ("amp-state-retained", "conservative"; empty: the default set).
+  assumptions @1 :Text;
+  flops @2 :UInt64;           # floating-point operations of one "run" call
+  plan @3 :PlanSummary;
+  phases @4 :List(ExchangePhase);
+  # Distinct tile memory maps; Tile.memoryMap indexes this list, plus one.
+  memoryMaps @5 :List(MemoryMap);
+  # Distinct sampled-step descriptions; ProfileSample.detail indexes this
+  # list, plus one.
+  stepDetails @6 :List(StepDetail);
+}
+
+struct PlanSummary {
+  predictedCycles @0 :UInt64;
+  gemms @1 :List(PlanGemm);
+  finalists @2 :List(PlanFinalist);
+}
+
+struct PlanGrid {
+  rows @0 :UInt32;
+  cols @1 :UInt32;
+  inner @2 :UInt32;           # K-split parts
+}
+
+struct PlanGemm {
+  name @0 :Text;
+  m @1 :UInt32;
+  k @2 :UInt32;
+  n @3 :UInt32;
+  grid @4 :PlanGrid;
+  tiles @5 :UInt32;
+  kernel @6 :Text;
+}
+
+struct PlanFinalist {
+  rank @0 :UInt32;
+  midCycles @1 :UInt64;
+  lowCycles @2 :UInt64;
+  grids @3 :List(PlanGrid);   # one per PlanSummary.gemms entry
+  chosen @4 :Bool;
+}
+
+# One device exchange phase as scheduled into the package's exchange rows.
+struct ExchangePhase {
+  id @0 :UInt32;
+  name @1 :Text;
+  horizon @2 :UInt64;         # scheduled length in cycles
+  bound @3 :UInt64;           # endpoint lower bound in cycles
+  schedule @4 :Text;          # "full-duplex", "paired"
+  windows @5 :List(PhaseWindow);
+}
+
+# A tile's traffic in a phase, cycles from the phase start.
+struct PhaseWindow {
+  tile @0 :UInt32;            # physical id
+  sendStart @1 :UInt32;
+  sendEnd @2 :UInt32;
+  recvStart @3 :UInt32;
+  recvEnd @4 :UInt32;
+  sendBytes @5 :UInt32;
+  recvBytes @6 :UInt32;
+}
+
+struct MemoryMap {
+  ranges @0 :List(MemoryRange);
+}
+
+struct MemoryRange {
+  kind @0 :Text;              # "code", "exchange-rows", "weights", "activations", "partials", "free"
+  address @1 :UInt32;
+  size @2 :UInt32;
+  name @3 :Text;
+}
+
+# What a sampled step is: its kernel, exchange phase and provenance.
+struct StepDetail {
+  kernel @0 :Text;
+  phase @1 :Int32;            # exchange phase id; -1 for none
+  operation @2 :Text;
+  value @3 :Text;
+  reason @4 :Text;
+}
+
+# Element orders of a layout block.
+enum ElementOrder {
+  rowMajor @0;                # [rows][cols]
+  ampLeft @1;                 # per 16-column group, every row's 16 values
+  ampRight @2;                # 16x16 blocks, column-group major, 16 inner values per column
+  ampOut @3;                  # byte for byte ampLeft
+}
+
+# A rectangle of the host tensor's matrix (rows x cols: the tensor's last
+# dimension is cols, the others rows) held from byte offset on in the
+# packed binding, in padded coordinates (columns padded to 16 for AMP
+# orders; rows past the matrix are padding rows): elements at rows >=
+# rowEnd or cols >= colEnd are padding (zero in inputs, ignored in
+# outputs). rowEnd = rowLo (or colEnd = colLo): padding only.
+struct Block {
+  offset @0 :UInt64;
+  rowLo @1 :UInt32;
+  rowHi @2 :UInt32;
+  colLo @3 :UInt32;
+  colHi @4 :UInt32;
+  rowEnd @5 :UInt32;
+  colEnd @6 :UInt32;
+  order @7 :ElementOrder;
 }
 
 struct Tile {
@@ -45,6 +161,7 @@ struct Tile {
   entry @1 :UInt32;           # supervisor entry point
   segments @2 :List(Segment);
   symbols @3 :List(Symbol);   # debug symbols of this tile only
+  memoryMap @4 :UInt32;       # 0: none; n: run.memoryMaps[n-1]
 }
 
 struct Segment {
@@ -70,6 +187,11 @@ struct Binding {
   # show; what `ipu inspect` lists and `ipu run --weights/--input` are
   # checked against. Empty in packages written before it was added.
   tensorShape @4 :List(UInt32);
+  # How the packed bytes hold the tensor: blocks covering them exactly, every
+  # real element in at least one (a block may repeat another's elements).
+  # The host packs and unpacks from this alone. Empty in packages written
+  # before it was added.
+  layout @5 :List(Block);
 }
 
 # A byte range of a tensor placed on one tile.
@@ -146,4 +268,5 @@ struct TileProfile {
 struct ProfileSample {
   address @0 :UInt32;
   step @1 :UInt32;            # index in Profile.steps
+  detail @2 :UInt32;          # 0: none; n: run.stepDetails[n-1] (the step this sample ends)
 }

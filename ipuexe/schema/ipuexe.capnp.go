@@ -14,12 +14,12 @@ type Package capnp.Struct
 const Package_TypeID = 0x8056aca426ba04d8
 
 func NewPackage(s *capnp.Segment) (Package, error) {
-	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 12})
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 13})
 	return Package(st), err
 }
 
 func NewRootPackage(s *capnp.Segment) (Package, error) {
-	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 12})
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 13})
 	return Package(st), err
 }
 
@@ -342,12 +342,36 @@ func (s Package) SetRecipe(v string) error {
 	return capnp.Struct(s).SetText(11, v)
 }
 
+func (s Package) Run() (RunInfo, error) {
+	p, err := capnp.Struct(s).Ptr(12)
+	return RunInfo(p.Struct()), err
+}
+
+func (s Package) HasRun() bool {
+	return capnp.Struct(s).HasPtr(12)
+}
+
+func (s Package) SetRun(v RunInfo) error {
+	return capnp.Struct(s).SetPtr(12, capnp.Struct(v).ToPtr())
+}
+
+// NewRun sets the run field to a newly
+// allocated RunInfo struct, preferring placement in s's segment.
+func (s Package) NewRun() (RunInfo, error) {
+	ss, err := NewRunInfo(capnp.Struct(s).Segment())
+	if err != nil {
+		return RunInfo{}, err
+	}
+	err = capnp.Struct(s).SetPtr(12, capnp.Struct(ss).ToPtr())
+	return ss, err
+}
+
 // Package_List is a list of Package.
 type Package_List = capnp.StructList[Package]
 
 // NewPackage creates a new list of Package.
 func NewPackage_List(s *capnp.Segment, sz int32) (Package_List, error) {
-	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 16, PointerCount: 12}, sz)
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 16, PointerCount: 13}, sz)
 	return capnp.StructList[Package](l), err
 }
 
@@ -364,6 +388,1497 @@ func (p Package_Future) Host() HostExchange_Future {
 func (p Package_Future) Profile() Profile_Future {
 	return Profile_Future{Future: p.Future.Field(9, nil)}
 }
+func (p Package_Future) Run() RunInfo_Future {
+	return RunInfo_Future{Future: p.Future.Field(12, nil)}
+}
+
+type RunInfo capnp.Struct
+
+// RunInfo_TypeID is the unique identifier for the type RunInfo.
+const RunInfo_TypeID = 0xfc6797c74dac9539
+
+func NewRunInfo(s *capnp.Segment) (RunInfo, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 6})
+	return RunInfo(st), err
+}
+
+func NewRootRunInfo(s *capnp.Segment) (RunInfo, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 6})
+	return RunInfo(st), err
+}
+
+func ReadRootRunInfo(msg *capnp.Message) (RunInfo, error) {
+	root, err := msg.Root()
+	return RunInfo(root.Struct()), err
+}
+
+func (s RunInfo) String() string {
+	str, _ := text.Marshal(0xfc6797c74dac9539, capnp.Struct(s))
+	return str
+}
+
+func (s RunInfo) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (RunInfo) DecodeFromPtr(p capnp.Ptr) RunInfo {
+	return RunInfo(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s RunInfo) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s RunInfo) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s RunInfo) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s RunInfo) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s RunInfo) Workload() (string, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.Text(), err
+}
+
+func (s RunInfo) HasWorkload() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s RunInfo) WorkloadBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.TextBytes(), err
+}
+
+func (s RunInfo) SetWorkload(v string) error {
+	return capnp.Struct(s).SetText(0, v)
+}
+
+func (s RunInfo) Assumptions() (string, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.Text(), err
+}
+
+func (s RunInfo) HasAssumptions() bool {
+	return capnp.Struct(s).HasPtr(1)
+}
+
+func (s RunInfo) AssumptionsBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.TextBytes(), err
+}
+
+func (s RunInfo) SetAssumptions(v string) error {
+	return capnp.Struct(s).SetText(1, v)
+}
+
+func (s RunInfo) Flops() uint64 {
+	return capnp.Struct(s).Uint64(0)
+}
+
+func (s RunInfo) SetFlops(v uint64) {
+	capnp.Struct(s).SetUint64(0, v)
+}
+
+func (s RunInfo) Plan() (PlanSummary, error) {
+	p, err := capnp.Struct(s).Ptr(2)
+	return PlanSummary(p.Struct()), err
+}
+
+func (s RunInfo) HasPlan() bool {
+	return capnp.Struct(s).HasPtr(2)
+}
+
+func (s RunInfo) SetPlan(v PlanSummary) error {
+	return capnp.Struct(s).SetPtr(2, capnp.Struct(v).ToPtr())
+}
+
+// NewPlan sets the plan field to a newly
+// allocated PlanSummary struct, preferring placement in s's segment.
+func (s RunInfo) NewPlan() (PlanSummary, error) {
+	ss, err := NewPlanSummary(capnp.Struct(s).Segment())
+	if err != nil {
+		return PlanSummary{}, err
+	}
+	err = capnp.Struct(s).SetPtr(2, capnp.Struct(ss).ToPtr())
+	return ss, err
+}
+
+func (s RunInfo) Phases() (ExchangePhase_List, error) {
+	p, err := capnp.Struct(s).Ptr(3)
+	return ExchangePhase_List(p.List()), err
+}
+
+func (s RunInfo) HasPhases() bool {
+	return capnp.Struct(s).HasPtr(3)
+}
+
+func (s RunInfo) SetPhases(v ExchangePhase_List) error {
+	return capnp.Struct(s).SetPtr(3, v.ToPtr())
+}
+
+// NewPhases sets the phases field to a newly
+// allocated ExchangePhase_List, preferring placement in s's segment.
+func (s RunInfo) NewPhases(n int32) (ExchangePhase_List, error) {
+	l, err := NewExchangePhase_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return ExchangePhase_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(3, l.ToPtr())
+	return l, err
+}
+func (s RunInfo) MemoryMaps() (MemoryMap_List, error) {
+	p, err := capnp.Struct(s).Ptr(4)
+	return MemoryMap_List(p.List()), err
+}
+
+func (s RunInfo) HasMemoryMaps() bool {
+	return capnp.Struct(s).HasPtr(4)
+}
+
+func (s RunInfo) SetMemoryMaps(v MemoryMap_List) error {
+	return capnp.Struct(s).SetPtr(4, v.ToPtr())
+}
+
+// NewMemoryMaps sets the memoryMaps field to a newly
+// allocated MemoryMap_List, preferring placement in s's segment.
+func (s RunInfo) NewMemoryMaps(n int32) (MemoryMap_List, error) {
+	l, err := NewMemoryMap_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return MemoryMap_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(4, l.ToPtr())
+	return l, err
+}
+func (s RunInfo) StepDetails() (StepDetail_List, error) {
+	p, err := capnp.Struct(s).Ptr(5)
+	return StepDetail_List(p.List()), err
+}
+
+func (s RunInfo) HasStepDetails() bool {
+	return capnp.Struct(s).HasPtr(5)
+}
+
+func (s RunInfo) SetStepDetails(v StepDetail_List) error {
+	return capnp.Struct(s).SetPtr(5, v.ToPtr())
+}
+
+// NewStepDetails sets the stepDetails field to a newly
+// allocated StepDetail_List, preferring placement in s's segment.
+func (s RunInfo) NewStepDetails(n int32) (StepDetail_List, error) {
+	l, err := NewStepDetail_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return StepDetail_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(5, l.ToPtr())
+	return l, err
+}
+
+// RunInfo_List is a list of RunInfo.
+type RunInfo_List = capnp.StructList[RunInfo]
+
+// NewRunInfo creates a new list of RunInfo.
+func NewRunInfo_List(s *capnp.Segment, sz int32) (RunInfo_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 8, PointerCount: 6}, sz)
+	return capnp.StructList[RunInfo](l), err
+}
+
+// RunInfo_Future is a wrapper for a RunInfo promised by a client call.
+type RunInfo_Future struct{ *capnp.Future }
+
+func (f RunInfo_Future) Struct() (RunInfo, error) {
+	p, err := f.Future.Ptr()
+	return RunInfo(p.Struct()), err
+}
+func (p RunInfo_Future) Plan() PlanSummary_Future {
+	return PlanSummary_Future{Future: p.Future.Field(2, nil)}
+}
+
+type PlanSummary capnp.Struct
+
+// PlanSummary_TypeID is the unique identifier for the type PlanSummary.
+const PlanSummary_TypeID = 0x91629c03d29ec95b
+
+func NewPlanSummary(s *capnp.Segment) (PlanSummary, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2})
+	return PlanSummary(st), err
+}
+
+func NewRootPlanSummary(s *capnp.Segment) (PlanSummary, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2})
+	return PlanSummary(st), err
+}
+
+func ReadRootPlanSummary(msg *capnp.Message) (PlanSummary, error) {
+	root, err := msg.Root()
+	return PlanSummary(root.Struct()), err
+}
+
+func (s PlanSummary) String() string {
+	str, _ := text.Marshal(0x91629c03d29ec95b, capnp.Struct(s))
+	return str
+}
+
+func (s PlanSummary) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (PlanSummary) DecodeFromPtr(p capnp.Ptr) PlanSummary {
+	return PlanSummary(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s PlanSummary) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s PlanSummary) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s PlanSummary) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s PlanSummary) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s PlanSummary) PredictedCycles() uint64 {
+	return capnp.Struct(s).Uint64(0)
+}
+
+func (s PlanSummary) SetPredictedCycles(v uint64) {
+	capnp.Struct(s).SetUint64(0, v)
+}
+
+func (s PlanSummary) Gemms() (PlanGemm_List, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return PlanGemm_List(p.List()), err
+}
+
+func (s PlanSummary) HasGemms() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s PlanSummary) SetGemms(v PlanGemm_List) error {
+	return capnp.Struct(s).SetPtr(0, v.ToPtr())
+}
+
+// NewGemms sets the gemms field to a newly
+// allocated PlanGemm_List, preferring placement in s's segment.
+func (s PlanSummary) NewGemms(n int32) (PlanGemm_List, error) {
+	l, err := NewPlanGemm_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return PlanGemm_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(0, l.ToPtr())
+	return l, err
+}
+func (s PlanSummary) Finalists() (PlanFinalist_List, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return PlanFinalist_List(p.List()), err
+}
+
+func (s PlanSummary) HasFinalists() bool {
+	return capnp.Struct(s).HasPtr(1)
+}
+
+func (s PlanSummary) SetFinalists(v PlanFinalist_List) error {
+	return capnp.Struct(s).SetPtr(1, v.ToPtr())
+}
+
+// NewFinalists sets the finalists field to a newly
+// allocated PlanFinalist_List, preferring placement in s's segment.
+func (s PlanSummary) NewFinalists(n int32) (PlanFinalist_List, error) {
+	l, err := NewPlanFinalist_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return PlanFinalist_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(1, l.ToPtr())
+	return l, err
+}
+
+// PlanSummary_List is a list of PlanSummary.
+type PlanSummary_List = capnp.StructList[PlanSummary]
+
+// NewPlanSummary creates a new list of PlanSummary.
+func NewPlanSummary_List(s *capnp.Segment, sz int32) (PlanSummary_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2}, sz)
+	return capnp.StructList[PlanSummary](l), err
+}
+
+// PlanSummary_Future is a wrapper for a PlanSummary promised by a client call.
+type PlanSummary_Future struct{ *capnp.Future }
+
+func (f PlanSummary_Future) Struct() (PlanSummary, error) {
+	p, err := f.Future.Ptr()
+	return PlanSummary(p.Struct()), err
+}
+
+type PlanGrid capnp.Struct
+
+// PlanGrid_TypeID is the unique identifier for the type PlanGrid.
+const PlanGrid_TypeID = 0xedf5e816a992cd87
+
+func NewPlanGrid(s *capnp.Segment) (PlanGrid, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 0})
+	return PlanGrid(st), err
+}
+
+func NewRootPlanGrid(s *capnp.Segment) (PlanGrid, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 0})
+	return PlanGrid(st), err
+}
+
+func ReadRootPlanGrid(msg *capnp.Message) (PlanGrid, error) {
+	root, err := msg.Root()
+	return PlanGrid(root.Struct()), err
+}
+
+func (s PlanGrid) String() string {
+	str, _ := text.Marshal(0xedf5e816a992cd87, capnp.Struct(s))
+	return str
+}
+
+func (s PlanGrid) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (PlanGrid) DecodeFromPtr(p capnp.Ptr) PlanGrid {
+	return PlanGrid(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s PlanGrid) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s PlanGrid) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s PlanGrid) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s PlanGrid) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s PlanGrid) Rows() uint32 {
+	return capnp.Struct(s).Uint32(0)
+}
+
+func (s PlanGrid) SetRows(v uint32) {
+	capnp.Struct(s).SetUint32(0, v)
+}
+
+func (s PlanGrid) Cols() uint32 {
+	return capnp.Struct(s).Uint32(4)
+}
+
+func (s PlanGrid) SetCols(v uint32) {
+	capnp.Struct(s).SetUint32(4, v)
+}
+
+func (s PlanGrid) Inner() uint32 {
+	return capnp.Struct(s).Uint32(8)
+}
+
+func (s PlanGrid) SetInner(v uint32) {
+	capnp.Struct(s).SetUint32(8, v)
+}
+
+// PlanGrid_List is a list of PlanGrid.
+type PlanGrid_List = capnp.StructList[PlanGrid]
+
+// NewPlanGrid creates a new list of PlanGrid.
+func NewPlanGrid_List(s *capnp.Segment, sz int32) (PlanGrid_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 16, PointerCount: 0}, sz)
+	return capnp.StructList[PlanGrid](l), err
+}
+
+// PlanGrid_Future is a wrapper for a PlanGrid promised by a client call.
+type PlanGrid_Future struct{ *capnp.Future }
+
+func (f PlanGrid_Future) Struct() (PlanGrid, error) {
+	p, err := f.Future.Ptr()
+	return PlanGrid(p.Struct()), err
+}
+
+type PlanGemm capnp.Struct
+
+// PlanGemm_TypeID is the unique identifier for the type PlanGemm.
+const PlanGemm_TypeID = 0xe272bba470c3a82d
+
+func NewPlanGemm(s *capnp.Segment) (PlanGemm, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 3})
+	return PlanGemm(st), err
+}
+
+func NewRootPlanGemm(s *capnp.Segment) (PlanGemm, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 3})
+	return PlanGemm(st), err
+}
+
+func ReadRootPlanGemm(msg *capnp.Message) (PlanGemm, error) {
+	root, err := msg.Root()
+	return PlanGemm(root.Struct()), err
+}
+
+func (s PlanGemm) String() string {
+	str, _ := text.Marshal(0xe272bba470c3a82d, capnp.Struct(s))
+	return str
+}
+
+func (s PlanGemm) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (PlanGemm) DecodeFromPtr(p capnp.Ptr) PlanGemm {
+	return PlanGemm(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s PlanGemm) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s PlanGemm) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s PlanGemm) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s PlanGemm) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s PlanGemm) Name() (string, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.Text(), err
+}
+
+func (s PlanGemm) HasName() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s PlanGemm) NameBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.TextBytes(), err
+}
+
+func (s PlanGemm) SetName(v string) error {
+	return capnp.Struct(s).SetText(0, v)
+}
+
+func (s PlanGemm) M() uint32 {
+	return capnp.Struct(s).Uint32(0)
+}
+
+func (s PlanGemm) SetM(v uint32) {
+	capnp.Struct(s).SetUint32(0, v)
+}
+
+func (s PlanGemm) K() uint32 {
+	return capnp.Struct(s).Uint32(4)
+}
+
+func (s PlanGemm) SetK(v uint32) {
+	capnp.Struct(s).SetUint32(4, v)
+}
+
+func (s PlanGemm) N() uint32 {
+	return capnp.Struct(s).Uint32(8)
+}
+
+func (s PlanGemm) SetN(v uint32) {
+	capnp.Struct(s).SetUint32(8, v)
+}
+
+func (s PlanGemm) Grid() (PlanGrid, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return PlanGrid(p.Struct()), err
+}
+
+func (s PlanGemm) HasGrid() bool {
+	return capnp.Struct(s).HasPtr(1)
+}
+
+func (s PlanGemm) SetGrid(v PlanGrid) error {
+	return capnp.Struct(s).SetPtr(1, capnp.Struct(v).ToPtr())
+}
+
+// NewGrid sets the grid field to a newly
+// allocated PlanGrid struct, preferring placement in s's segment.
+func (s PlanGemm) NewGrid() (PlanGrid, error) {
+	ss, err := NewPlanGrid(capnp.Struct(s).Segment())
+	if err != nil {
+		return PlanGrid{}, err
+	}
+	err = capnp.Struct(s).SetPtr(1, capnp.Struct(ss).ToPtr())
+	return ss, err
+}
+
+func (s PlanGemm) Tiles() uint32 {
+	return capnp.Struct(s).Uint32(12)
+}
+
+func (s PlanGemm) SetTiles(v uint32) {
+	capnp.Struct(s).SetUint32(12, v)
+}
+
+func (s PlanGemm) Kernel() (string, error) {
+	p, err := capnp.Struct(s).Ptr(2)
+	return p.Text(), err
+}
+
+func (s PlanGemm) HasKernel() bool {
+	return capnp.Struct(s).HasPtr(2)
+}
+
+func (s PlanGemm) KernelBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(2)
+	return p.TextBytes(), err
+}
+
+func (s PlanGemm) SetKernel(v string) error {
+	return capnp.Struct(s).SetText(2, v)
+}
+
+// PlanGemm_List is a list of PlanGemm.
+type PlanGemm_List = capnp.StructList[PlanGemm]
+
+// NewPlanGemm creates a new list of PlanGemm.
+func NewPlanGemm_List(s *capnp.Segment, sz int32) (PlanGemm_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 16, PointerCount: 3}, sz)
+	return capnp.StructList[PlanGemm](l), err
+}
+
+// PlanGemm_Future is a wrapper for a PlanGemm promised by a client call.
+type PlanGemm_Future struct{ *capnp.Future }
+
+func (f PlanGemm_Future) Struct() (PlanGemm, error) {
+	p, err := f.Future.Ptr()
+	return PlanGemm(p.Struct()), err
+}
+func (p PlanGemm_Future) Grid() PlanGrid_Future {
+	return PlanGrid_Future{Future: p.Future.Field(1, nil)}
+}
+
+type PlanFinalist capnp.Struct
+
+// PlanFinalist_TypeID is the unique identifier for the type PlanFinalist.
+const PlanFinalist_TypeID = 0x89257b2a701d9cfa
+
+func NewPlanFinalist(s *capnp.Segment) (PlanFinalist, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 24, PointerCount: 1})
+	return PlanFinalist(st), err
+}
+
+func NewRootPlanFinalist(s *capnp.Segment) (PlanFinalist, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 24, PointerCount: 1})
+	return PlanFinalist(st), err
+}
+
+func ReadRootPlanFinalist(msg *capnp.Message) (PlanFinalist, error) {
+	root, err := msg.Root()
+	return PlanFinalist(root.Struct()), err
+}
+
+func (s PlanFinalist) String() string {
+	str, _ := text.Marshal(0x89257b2a701d9cfa, capnp.Struct(s))
+	return str
+}
+
+func (s PlanFinalist) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (PlanFinalist) DecodeFromPtr(p capnp.Ptr) PlanFinalist {
+	return PlanFinalist(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s PlanFinalist) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s PlanFinalist) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s PlanFinalist) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s PlanFinalist) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s PlanFinalist) Rank() uint32 {
+	return capnp.Struct(s).Uint32(0)
+}
+
+func (s PlanFinalist) SetRank(v uint32) {
+	capnp.Struct(s).SetUint32(0, v)
+}
+
+func (s PlanFinalist) MidCycles() uint64 {
+	return capnp.Struct(s).Uint64(8)
+}
+
+func (s PlanFinalist) SetMidCycles(v uint64) {
+	capnp.Struct(s).SetUint64(8, v)
+}
+
+func (s PlanFinalist) LowCycles() uint64 {
+	return capnp.Struct(s).Uint64(16)
+}
+
+func (s PlanFinalist) SetLowCycles(v uint64) {
+	capnp.Struct(s).SetUint64(16, v)
+}
+
+func (s PlanFinalist) Grids() (PlanGrid_List, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return PlanGrid_List(p.List()), err
+}
+
+func (s PlanFinalist) HasGrids() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s PlanFinalist) SetGrids(v PlanGrid_List) error {
+	return capnp.Struct(s).SetPtr(0, v.ToPtr())
+}
+
+// NewGrids sets the grids field to a newly
+// allocated PlanGrid_List, preferring placement in s's segment.
+func (s PlanFinalist) NewGrids(n int32) (PlanGrid_List, error) {
+	l, err := NewPlanGrid_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return PlanGrid_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(0, l.ToPtr())
+	return l, err
+}
+func (s PlanFinalist) Chosen() bool {
+	return capnp.Struct(s).Bit(32)
+}
+
+func (s PlanFinalist) SetChosen(v bool) {
+	capnp.Struct(s).SetBit(32, v)
+}
+
+// PlanFinalist_List is a list of PlanFinalist.
+type PlanFinalist_List = capnp.StructList[PlanFinalist]
+
+// NewPlanFinalist creates a new list of PlanFinalist.
+func NewPlanFinalist_List(s *capnp.Segment, sz int32) (PlanFinalist_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 24, PointerCount: 1}, sz)
+	return capnp.StructList[PlanFinalist](l), err
+}
+
+// PlanFinalist_Future is a wrapper for a PlanFinalist promised by a client call.
+type PlanFinalist_Future struct{ *capnp.Future }
+
+func (f PlanFinalist_Future) Struct() (PlanFinalist, error) {
+	p, err := f.Future.Ptr()
+	return PlanFinalist(p.Struct()), err
+}
+
+type ExchangePhase capnp.Struct
+
+// ExchangePhase_TypeID is the unique identifier for the type ExchangePhase.
+const ExchangePhase_TypeID = 0xb6cbe43954a5c76c
+
+func NewExchangePhase(s *capnp.Segment) (ExchangePhase, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 24, PointerCount: 3})
+	return ExchangePhase(st), err
+}
+
+func NewRootExchangePhase(s *capnp.Segment) (ExchangePhase, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 24, PointerCount: 3})
+	return ExchangePhase(st), err
+}
+
+func ReadRootExchangePhase(msg *capnp.Message) (ExchangePhase, error) {
+	root, err := msg.Root()
+	return ExchangePhase(root.Struct()), err
+}
+
+func (s ExchangePhase) String() string {
+	str, _ := text.Marshal(0xb6cbe43954a5c76c, capnp.Struct(s))
+	return str
+}
+
+func (s ExchangePhase) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (ExchangePhase) DecodeFromPtr(p capnp.Ptr) ExchangePhase {
+	return ExchangePhase(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s ExchangePhase) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s ExchangePhase) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s ExchangePhase) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s ExchangePhase) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s ExchangePhase) Id() uint32 {
+	return capnp.Struct(s).Uint32(0)
+}
+
+func (s ExchangePhase) SetId(v uint32) {
+	capnp.Struct(s).SetUint32(0, v)
+}
+
+func (s ExchangePhase) Name() (string, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.Text(), err
+}
+
+func (s ExchangePhase) HasName() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s ExchangePhase) NameBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.TextBytes(), err
+}
+
+func (s ExchangePhase) SetName(v string) error {
+	return capnp.Struct(s).SetText(0, v)
+}
+
+func (s ExchangePhase) Horizon() uint64 {
+	return capnp.Struct(s).Uint64(8)
+}
+
+func (s ExchangePhase) SetHorizon(v uint64) {
+	capnp.Struct(s).SetUint64(8, v)
+}
+
+func (s ExchangePhase) Bound() uint64 {
+	return capnp.Struct(s).Uint64(16)
+}
+
+func (s ExchangePhase) SetBound(v uint64) {
+	capnp.Struct(s).SetUint64(16, v)
+}
+
+func (s ExchangePhase) Schedule() (string, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.Text(), err
+}
+
+func (s ExchangePhase) HasSchedule() bool {
+	return capnp.Struct(s).HasPtr(1)
+}
+
+func (s ExchangePhase) ScheduleBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.TextBytes(), err
+}
+
+func (s ExchangePhase) SetSchedule(v string) error {
+	return capnp.Struct(s).SetText(1, v)
+}
+
+func (s ExchangePhase) Windows() (PhaseWindow_List, error) {
+	p, err := capnp.Struct(s).Ptr(2)
+	return PhaseWindow_List(p.List()), err
+}
+
+func (s ExchangePhase) HasWindows() bool {
+	return capnp.Struct(s).HasPtr(2)
+}
+
+func (s ExchangePhase) SetWindows(v PhaseWindow_List) error {
+	return capnp.Struct(s).SetPtr(2, v.ToPtr())
+}
+
+// NewWindows sets the windows field to a newly
+// allocated PhaseWindow_List, preferring placement in s's segment.
+func (s ExchangePhase) NewWindows(n int32) (PhaseWindow_List, error) {
+	l, err := NewPhaseWindow_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return PhaseWindow_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(2, l.ToPtr())
+	return l, err
+}
+
+// ExchangePhase_List is a list of ExchangePhase.
+type ExchangePhase_List = capnp.StructList[ExchangePhase]
+
+// NewExchangePhase creates a new list of ExchangePhase.
+func NewExchangePhase_List(s *capnp.Segment, sz int32) (ExchangePhase_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 24, PointerCount: 3}, sz)
+	return capnp.StructList[ExchangePhase](l), err
+}
+
+// ExchangePhase_Future is a wrapper for a ExchangePhase promised by a client call.
+type ExchangePhase_Future struct{ *capnp.Future }
+
+func (f ExchangePhase_Future) Struct() (ExchangePhase, error) {
+	p, err := f.Future.Ptr()
+	return ExchangePhase(p.Struct()), err
+}
+
+type PhaseWindow capnp.Struct
+
+// PhaseWindow_TypeID is the unique identifier for the type PhaseWindow.
+const PhaseWindow_TypeID = 0x9eaebc708504194e
+
+func NewPhaseWindow(s *capnp.Segment) (PhaseWindow, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 32, PointerCount: 0})
+	return PhaseWindow(st), err
+}
+
+func NewRootPhaseWindow(s *capnp.Segment) (PhaseWindow, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 32, PointerCount: 0})
+	return PhaseWindow(st), err
+}
+
+func ReadRootPhaseWindow(msg *capnp.Message) (PhaseWindow, error) {
+	root, err := msg.Root()
+	return PhaseWindow(root.Struct()), err
+}
+
+func (s PhaseWindow) String() string {
+	str, _ := text.Marshal(0x9eaebc708504194e, capnp.Struct(s))
+	return str
+}
+
+func (s PhaseWindow) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (PhaseWindow) DecodeFromPtr(p capnp.Ptr) PhaseWindow {
+	return PhaseWindow(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s PhaseWindow) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s PhaseWindow) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s PhaseWindow) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s PhaseWindow) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s PhaseWindow) Tile() uint32 {
+	return capnp.Struct(s).Uint32(0)
+}
+
+func (s PhaseWindow) SetTile(v uint32) {
+	capnp.Struct(s).SetUint32(0, v)
+}
+
+func (s PhaseWindow) SendStart() uint32 {
+	return capnp.Struct(s).Uint32(4)
+}
+
+func (s PhaseWindow) SetSendStart(v uint32) {
+	capnp.Struct(s).SetUint32(4, v)
+}
+
+func (s PhaseWindow) SendEnd() uint32 {
+	return capnp.Struct(s).Uint32(8)
+}
+
+func (s PhaseWindow) SetSendEnd(v uint32) {
+	capnp.Struct(s).SetUint32(8, v)
+}
+
+func (s PhaseWindow) RecvStart() uint32 {
+	return capnp.Struct(s).Uint32(12)
+}
+
+func (s PhaseWindow) SetRecvStart(v uint32) {
+	capnp.Struct(s).SetUint32(12, v)
+}
+
+func (s PhaseWindow) RecvEnd() uint32 {
+	return capnp.Struct(s).Uint32(16)
+}
+
+func (s PhaseWindow) SetRecvEnd(v uint32) {
+	capnp.Struct(s).SetUint32(16, v)
+}
+
+func (s PhaseWindow) SendBytes() uint32 {
+	return capnp.Struct(s).Uint32(20)
+}
+
+func (s PhaseWindow) SetSendBytes(v uint32) {
+	capnp.Struct(s).SetUint32(20, v)
+}
+
+func (s PhaseWindow) RecvBytes() uint32 {
+	return capnp.Struct(s).Uint32(24)
+}
+
+func (s PhaseWindow) SetRecvBytes(v uint32) {
+	capnp.Struct(s).SetUint32(24, v)
+}
+
+// PhaseWindow_List is a list of PhaseWindow.
+type PhaseWindow_List = capnp.StructList[PhaseWindow]
+
+// NewPhaseWindow creates a new list of PhaseWindow.
+func NewPhaseWindow_List(s *capnp.Segment, sz int32) (PhaseWindow_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 32, PointerCount: 0}, sz)
+	return capnp.StructList[PhaseWindow](l), err
+}
+
+// PhaseWindow_Future is a wrapper for a PhaseWindow promised by a client call.
+type PhaseWindow_Future struct{ *capnp.Future }
+
+func (f PhaseWindow_Future) Struct() (PhaseWindow, error) {
+	p, err := f.Future.Ptr()
+	return PhaseWindow(p.Struct()), err
+}
+
+type MemoryMap capnp.Struct
+
+// MemoryMap_TypeID is the unique identifier for the type MemoryMap.
+const MemoryMap_TypeID = 0x810c2f2410430830
+
+func NewMemoryMap(s *capnp.Segment) (MemoryMap, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 0, PointerCount: 1})
+	return MemoryMap(st), err
+}
+
+func NewRootMemoryMap(s *capnp.Segment) (MemoryMap, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 0, PointerCount: 1})
+	return MemoryMap(st), err
+}
+
+func ReadRootMemoryMap(msg *capnp.Message) (MemoryMap, error) {
+	root, err := msg.Root()
+	return MemoryMap(root.Struct()), err
+}
+
+func (s MemoryMap) String() string {
+	str, _ := text.Marshal(0x810c2f2410430830, capnp.Struct(s))
+	return str
+}
+
+func (s MemoryMap) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (MemoryMap) DecodeFromPtr(p capnp.Ptr) MemoryMap {
+	return MemoryMap(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s MemoryMap) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s MemoryMap) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s MemoryMap) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s MemoryMap) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s MemoryMap) Ranges() (MemoryRange_List, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return MemoryRange_List(p.List()), err
+}
+
+func (s MemoryMap) HasRanges() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s MemoryMap) SetRanges(v MemoryRange_List) error {
+	return capnp.Struct(s).SetPtr(0, v.ToPtr())
+}
+
+// NewRanges sets the ranges field to a newly
+// allocated MemoryRange_List, preferring placement in s's segment.
+func (s MemoryMap) NewRanges(n int32) (MemoryRange_List, error) {
+	l, err := NewMemoryRange_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return MemoryRange_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(0, l.ToPtr())
+	return l, err
+}
+
+// MemoryMap_List is a list of MemoryMap.
+type MemoryMap_List = capnp.StructList[MemoryMap]
+
+// NewMemoryMap creates a new list of MemoryMap.
+func NewMemoryMap_List(s *capnp.Segment, sz int32) (MemoryMap_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 0, PointerCount: 1}, sz)
+	return capnp.StructList[MemoryMap](l), err
+}
+
+// MemoryMap_Future is a wrapper for a MemoryMap promised by a client call.
+type MemoryMap_Future struct{ *capnp.Future }
+
+func (f MemoryMap_Future) Struct() (MemoryMap, error) {
+	p, err := f.Future.Ptr()
+	return MemoryMap(p.Struct()), err
+}
+
+type MemoryRange capnp.Struct
+
+// MemoryRange_TypeID is the unique identifier for the type MemoryRange.
+const MemoryRange_TypeID = 0xfd02e45d4b5f74a9
+
+func NewMemoryRange(s *capnp.Segment) (MemoryRange, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2})
+	return MemoryRange(st), err
+}
+
+func NewRootMemoryRange(s *capnp.Segment) (MemoryRange, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2})
+	return MemoryRange(st), err
+}
+
+func ReadRootMemoryRange(msg *capnp.Message) (MemoryRange, error) {
+	root, err := msg.Root()
+	return MemoryRange(root.Struct()), err
+}
+
+func (s MemoryRange) String() string {
+	str, _ := text.Marshal(0xfd02e45d4b5f74a9, capnp.Struct(s))
+	return str
+}
+
+func (s MemoryRange) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (MemoryRange) DecodeFromPtr(p capnp.Ptr) MemoryRange {
+	return MemoryRange(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s MemoryRange) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s MemoryRange) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s MemoryRange) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s MemoryRange) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s MemoryRange) Kind() (string, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.Text(), err
+}
+
+func (s MemoryRange) HasKind() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s MemoryRange) KindBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.TextBytes(), err
+}
+
+func (s MemoryRange) SetKind(v string) error {
+	return capnp.Struct(s).SetText(0, v)
+}
+
+func (s MemoryRange) Address() uint32 {
+	return capnp.Struct(s).Uint32(0)
+}
+
+func (s MemoryRange) SetAddress(v uint32) {
+	capnp.Struct(s).SetUint32(0, v)
+}
+
+func (s MemoryRange) Size() uint32 {
+	return capnp.Struct(s).Uint32(4)
+}
+
+func (s MemoryRange) SetSize(v uint32) {
+	capnp.Struct(s).SetUint32(4, v)
+}
+
+func (s MemoryRange) Name() (string, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.Text(), err
+}
+
+func (s MemoryRange) HasName() bool {
+	return capnp.Struct(s).HasPtr(1)
+}
+
+func (s MemoryRange) NameBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.TextBytes(), err
+}
+
+func (s MemoryRange) SetName(v string) error {
+	return capnp.Struct(s).SetText(1, v)
+}
+
+// MemoryRange_List is a list of MemoryRange.
+type MemoryRange_List = capnp.StructList[MemoryRange]
+
+// NewMemoryRange creates a new list of MemoryRange.
+func NewMemoryRange_List(s *capnp.Segment, sz int32) (MemoryRange_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2}, sz)
+	return capnp.StructList[MemoryRange](l), err
+}
+
+// MemoryRange_Future is a wrapper for a MemoryRange promised by a client call.
+type MemoryRange_Future struct{ *capnp.Future }
+
+func (f MemoryRange_Future) Struct() (MemoryRange, error) {
+	p, err := f.Future.Ptr()
+	return MemoryRange(p.Struct()), err
+}
+
+type StepDetail capnp.Struct
+
+// StepDetail_TypeID is the unique identifier for the type StepDetail.
+const StepDetail_TypeID = 0xda0e0538eb4fc3f7
+
+func NewStepDetail(s *capnp.Segment) (StepDetail, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 4})
+	return StepDetail(st), err
+}
+
+func NewRootStepDetail(s *capnp.Segment) (StepDetail, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 4})
+	return StepDetail(st), err
+}
+
+func ReadRootStepDetail(msg *capnp.Message) (StepDetail, error) {
+	root, err := msg.Root()
+	return StepDetail(root.Struct()), err
+}
+
+func (s StepDetail) String() string {
+	str, _ := text.Marshal(0xda0e0538eb4fc3f7, capnp.Struct(s))
+	return str
+}
+
+func (s StepDetail) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (StepDetail) DecodeFromPtr(p capnp.Ptr) StepDetail {
+	return StepDetail(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s StepDetail) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s StepDetail) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s StepDetail) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s StepDetail) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s StepDetail) Kernel() (string, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.Text(), err
+}
+
+func (s StepDetail) HasKernel() bool {
+	return capnp.Struct(s).HasPtr(0)
+}
+
+func (s StepDetail) KernelBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(0)
+	return p.TextBytes(), err
+}
+
+func (s StepDetail) SetKernel(v string) error {
+	return capnp.Struct(s).SetText(0, v)
+}
+
+func (s StepDetail) Phase() int32 {
+	return int32(capnp.Struct(s).Uint32(0))
+}
+
+func (s StepDetail) SetPhase(v int32) {
+	capnp.Struct(s).SetUint32(0, uint32(v))
+}
+
+func (s StepDetail) Operation() (string, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.Text(), err
+}
+
+func (s StepDetail) HasOperation() bool {
+	return capnp.Struct(s).HasPtr(1)
+}
+
+func (s StepDetail) OperationBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(1)
+	return p.TextBytes(), err
+}
+
+func (s StepDetail) SetOperation(v string) error {
+	return capnp.Struct(s).SetText(1, v)
+}
+
+func (s StepDetail) Value() (string, error) {
+	p, err := capnp.Struct(s).Ptr(2)
+	return p.Text(), err
+}
+
+func (s StepDetail) HasValue() bool {
+	return capnp.Struct(s).HasPtr(2)
+}
+
+func (s StepDetail) ValueBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(2)
+	return p.TextBytes(), err
+}
+
+func (s StepDetail) SetValue(v string) error {
+	return capnp.Struct(s).SetText(2, v)
+}
+
+func (s StepDetail) Reason() (string, error) {
+	p, err := capnp.Struct(s).Ptr(3)
+	return p.Text(), err
+}
+
+func (s StepDetail) HasReason() bool {
+	return capnp.Struct(s).HasPtr(3)
+}
+
+func (s StepDetail) ReasonBytes() ([]byte, error) {
+	p, err := capnp.Struct(s).Ptr(3)
+	return p.TextBytes(), err
+}
+
+func (s StepDetail) SetReason(v string) error {
+	return capnp.Struct(s).SetText(3, v)
+}
+
+// StepDetail_List is a list of StepDetail.
+type StepDetail_List = capnp.StructList[StepDetail]
+
+// NewStepDetail creates a new list of StepDetail.
+func NewStepDetail_List(s *capnp.Segment, sz int32) (StepDetail_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 8, PointerCount: 4}, sz)
+	return capnp.StructList[StepDetail](l), err
+}
+
+// StepDetail_Future is a wrapper for a StepDetail promised by a client call.
+type StepDetail_Future struct{ *capnp.Future }
+
+func (f StepDetail_Future) Struct() (StepDetail, error) {
+	p, err := f.Future.Ptr()
+	return StepDetail(p.Struct()), err
+}
+
+type ElementOrder uint16
+
+// ElementOrder_TypeID is the unique identifier for the type ElementOrder.
+const ElementOrder_TypeID = 0xf091590b6874ef29
+
+// Values of ElementOrder.
+const (
+	ElementOrder_rowMajor ElementOrder = 0
+	ElementOrder_ampLeft  ElementOrder = 1
+	ElementOrder_ampRight ElementOrder = 2
+	ElementOrder_ampOut   ElementOrder = 3
+)
+
+// String returns the enum's constant name.
+func (c ElementOrder) String() string {
+	switch c {
+	case ElementOrder_rowMajor:
+		return "rowMajor"
+	case ElementOrder_ampLeft:
+		return "ampLeft"
+	case ElementOrder_ampRight:
+		return "ampRight"
+	case ElementOrder_ampOut:
+		return "ampOut"
+
+	default:
+		return ""
+	}
+}
+
+// ElementOrderFromString returns the enum value with a name,
+// or the zero value if there's no such value.
+func ElementOrderFromString(c string) ElementOrder {
+	switch c {
+	case "rowMajor":
+		return ElementOrder_rowMajor
+	case "ampLeft":
+		return ElementOrder_ampLeft
+	case "ampRight":
+		return ElementOrder_ampRight
+	case "ampOut":
+		return ElementOrder_ampOut
+
+	default:
+		return 0
+	}
+}
+
+type ElementOrder_List = capnp.EnumList[ElementOrder]
+
+func NewElementOrder_List(s *capnp.Segment, sz int32) (ElementOrder_List, error) {
+	return capnp.NewEnumList[ElementOrder](s, sz)
+}
+
+type Block capnp.Struct
+
+// Block_TypeID is the unique identifier for the type Block.
+const Block_TypeID = 0xe21389d9c5e530ed
+
+func NewBlock(s *capnp.Segment) (Block, error) {
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 40, PointerCount: 0})
+	return Block(st), err
+}
+
+func NewRootBlock(s *capnp.Segment) (Block, error) {
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 40, PointerCount: 0})
+	return Block(st), err
+}
+
+func ReadRootBlock(msg *capnp.Message) (Block, error) {
+	root, err := msg.Root()
+	return Block(root.Struct()), err
+}
+
+func (s Block) String() string {
+	str, _ := text.Marshal(0xe21389d9c5e530ed, capnp.Struct(s))
+	return str
+}
+
+func (s Block) EncodeAsPtr(seg *capnp.Segment) capnp.Ptr {
+	return capnp.Struct(s).EncodeAsPtr(seg)
+}
+
+func (Block) DecodeFromPtr(p capnp.Ptr) Block {
+	return Block(capnp.Struct{}.DecodeFromPtr(p))
+}
+
+func (s Block) ToPtr() capnp.Ptr {
+	return capnp.Struct(s).ToPtr()
+}
+func (s Block) IsValid() bool {
+	return capnp.Struct(s).IsValid()
+}
+
+func (s Block) Message() *capnp.Message {
+	return capnp.Struct(s).Message()
+}
+
+func (s Block) Segment() *capnp.Segment {
+	return capnp.Struct(s).Segment()
+}
+func (s Block) Offset() uint64 {
+	return capnp.Struct(s).Uint64(0)
+}
+
+func (s Block) SetOffset(v uint64) {
+	capnp.Struct(s).SetUint64(0, v)
+}
+
+func (s Block) RowLo() uint32 {
+	return capnp.Struct(s).Uint32(8)
+}
+
+func (s Block) SetRowLo(v uint32) {
+	capnp.Struct(s).SetUint32(8, v)
+}
+
+func (s Block) RowHi() uint32 {
+	return capnp.Struct(s).Uint32(12)
+}
+
+func (s Block) SetRowHi(v uint32) {
+	capnp.Struct(s).SetUint32(12, v)
+}
+
+func (s Block) ColLo() uint32 {
+	return capnp.Struct(s).Uint32(16)
+}
+
+func (s Block) SetColLo(v uint32) {
+	capnp.Struct(s).SetUint32(16, v)
+}
+
+func (s Block) ColHi() uint32 {
+	return capnp.Struct(s).Uint32(20)
+}
+
+func (s Block) SetColHi(v uint32) {
+	capnp.Struct(s).SetUint32(20, v)
+}
+
+func (s Block) RowEnd() uint32 {
+	return capnp.Struct(s).Uint32(24)
+}
+
+func (s Block) SetRowEnd(v uint32) {
+	capnp.Struct(s).SetUint32(24, v)
+}
+
+func (s Block) ColEnd() uint32 {
+	return capnp.Struct(s).Uint32(28)
+}
+
+func (s Block) SetColEnd(v uint32) {
+	capnp.Struct(s).SetUint32(28, v)
+}
+
+func (s Block) Order() ElementOrder {
+	return ElementOrder(capnp.Struct(s).Uint16(32))
+}
+
+func (s Block) SetOrder(v ElementOrder) {
+	capnp.Struct(s).SetUint16(32, uint16(v))
+}
+
+// Block_List is a list of Block.
+type Block_List = capnp.StructList[Block]
+
+// NewBlock creates a new list of Block.
+func NewBlock_List(s *capnp.Segment, sz int32) (Block_List, error) {
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 40, PointerCount: 0}, sz)
+	return capnp.StructList[Block](l), err
+}
+
+// Block_Future is a wrapper for a Block promised by a client call.
+type Block_Future struct{ *capnp.Future }
+
+func (f Block_Future) Struct() (Block, error) {
+	p, err := f.Future.Ptr()
+	return Block(p.Struct()), err
+}
 
 type Tile capnp.Struct
 
@@ -371,12 +1886,12 @@ type Tile capnp.Struct
 const Tile_TypeID = 0xefc1830a949989e5
 
 func NewTile(s *capnp.Segment) (Tile, error) {
-	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2})
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 2})
 	return Tile(st), err
 }
 
 func NewRootTile(s *capnp.Segment) (Tile, error) {
-	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2})
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 2})
 	return Tile(st), err
 }
 
@@ -474,13 +1989,20 @@ func (s Tile) NewSymbols(n int32) (Symbol_List, error) {
 	err = capnp.Struct(s).SetPtr(1, l.ToPtr())
 	return l, err
 }
+func (s Tile) MemoryMap() uint32 {
+	return capnp.Struct(s).Uint32(8)
+}
+
+func (s Tile) SetMemoryMap(v uint32) {
+	capnp.Struct(s).SetUint32(8, v)
+}
 
 // Tile_List is a list of Tile.
 type Tile_List = capnp.StructList[Tile]
 
 // NewTile creates a new list of Tile.
 func NewTile_List(s *capnp.Segment, sz int32) (Tile_List, error) {
-	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 8, PointerCount: 2}, sz)
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 16, PointerCount: 2}, sz)
 	return capnp.StructList[Tile](l), err
 }
 
@@ -692,12 +2214,12 @@ type Binding capnp.Struct
 const Binding_TypeID = 0xaba01eeba7896130
 
 func NewBinding(s *capnp.Segment) (Binding, error) {
-	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 0, PointerCount: 5})
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 0, PointerCount: 6})
 	return Binding(st), err
 }
 
 func NewRootBinding(s *capnp.Segment) (Binding, error) {
-	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 0, PointerCount: 5})
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 0, PointerCount: 6})
 	return Binding(st), err
 }
 
@@ -838,13 +2360,36 @@ func (s Binding) NewTensorShape(n int32) (capnp.UInt32List, error) {
 	err = capnp.Struct(s).SetPtr(4, l.ToPtr())
 	return l, err
 }
+func (s Binding) Layout() (Block_List, error) {
+	p, err := capnp.Struct(s).Ptr(5)
+	return Block_List(p.List()), err
+}
+
+func (s Binding) HasLayout() bool {
+	return capnp.Struct(s).HasPtr(5)
+}
+
+func (s Binding) SetLayout(v Block_List) error {
+	return capnp.Struct(s).SetPtr(5, v.ToPtr())
+}
+
+// NewLayout sets the layout field to a newly
+// allocated Block_List, preferring placement in s's segment.
+func (s Binding) NewLayout(n int32) (Block_List, error) {
+	l, err := NewBlock_List(capnp.Struct(s).Segment(), n)
+	if err != nil {
+		return Block_List{}, err
+	}
+	err = capnp.Struct(s).SetPtr(5, l.ToPtr())
+	return l, err
+}
 
 // Binding_List is a list of Binding.
 type Binding_List = capnp.StructList[Binding]
 
 // NewBinding creates a new list of Binding.
 func NewBinding_List(s *capnp.Segment, sz int32) (Binding_List, error) {
-	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 0, PointerCount: 5}, sz)
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 0, PointerCount: 6}, sz)
 	return capnp.StructList[Binding](l), err
 }
 
@@ -1931,12 +3476,12 @@ type ProfileSample capnp.Struct
 const ProfileSample_TypeID = 0xb2c83b510c66f4b2
 
 func NewProfileSample(s *capnp.Segment) (ProfileSample, error) {
-	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 0})
+	st, err := capnp.NewStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 0})
 	return ProfileSample(st), err
 }
 
 func NewRootProfileSample(s *capnp.Segment) (ProfileSample, error) {
-	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 8, PointerCount: 0})
+	st, err := capnp.NewRootStruct(s, capnp.ObjectSize{DataSize: 16, PointerCount: 0})
 	return ProfileSample(st), err
 }
 
@@ -1988,12 +3533,20 @@ func (s ProfileSample) SetStep(v uint32) {
 	capnp.Struct(s).SetUint32(4, v)
 }
 
+func (s ProfileSample) Detail() uint32 {
+	return capnp.Struct(s).Uint32(8)
+}
+
+func (s ProfileSample) SetDetail(v uint32) {
+	capnp.Struct(s).SetUint32(8, v)
+}
+
 // ProfileSample_List is a list of ProfileSample.
 type ProfileSample_List = capnp.StructList[ProfileSample]
 
 // NewProfileSample creates a new list of ProfileSample.
 func NewProfileSample_List(s *capnp.Segment, sz int32) (ProfileSample_List, error) {
-	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 8, PointerCount: 0}, sz)
+	l, err := capnp.NewCompositeList(s, capnp.ObjectSize{DataSize: 16, PointerCount: 0}, sz)
 	return capnp.StructList[ProfileSample](l), err
 }
 
@@ -2005,122 +3558,205 @@ func (f ProfileSample_Future) Struct() (ProfileSample, error) {
 	return ProfileSample(p.Struct()), err
 }
 
-const schema_df02522a5e7c14d1 = "x\xda\x9cW\x7f\x88\x1c\xe5\x19~\xdf\xef\xdb_\xb7\xb7" +
-	"{\xbb\xc3\xac\xd6\x82\xba-\xa8\xa4g\xd3\xa6\x17\x0bz" +
-	"\xa6l<#\xa4\xb1\xe1\xf6s\xaf\x11E\x8bs\xbb\xdf" +
-	"\xee\x0e\xce\xce\x8c3s\xf5\xce*glc\x13T\xfa" +
-	"\x83\x14\x9a\x92@,\xb15iB\xd3\x90\x80\xb1\x16\x12" +
-	"\x88%\xa6\xb5\x8d\x92?J\xb1-B\x0f\x09\xc5Z\xa1" +
-	"\x01\xf3\xd7\x96wfnvnn\x93\x14\xff\xfb\xee\xd9" +
-	"w\xde\xef\xf9\x9e\xefy\xdf\xef\xbdu\x8f\xa57\xa6\xbe" +
-	"R\xace\x81\x89\x99t\xa6\xff\x97\xd4\xeb\xb7\x1d8\xbc" +
-	"\xedY\x10Ed\xfdw*O\x7fk\xfc\x01\xf6\x0fH" +
-	"\x17\xb2\x00\xea\x0e~H}\x89g\x01\xd6\xef\xe2\xd3\x1c" +
-	"\xb0\xff\x9d\xad\xa9\xbb\x8f\x7f\xff\xc5dt\x8a\x82\x9f\xc8" +
-	"\x1eR\x17\xb2\xb4\x9a\xcb~\x00\xd8\xbf\xf0\xc5[\x7f\xff" +
-	"\x882\xfe\x1c\xc5b,3R\xc8\xd6\xdc\xcf\xd5o\xe6" +
-	"h%r\xbf\x06\xec\xefco\x9e\xb8\xe1\xdf\x8b;\x93" +
-	"4\x18\x85\\\xcc\xbd\xab^\xa2\xe0\xf5\x1f\xe7\xaa\x08\xd8" +
-	"o8_N\x7f\xf6\xb7\xed\x17\x86\xa6^\x9b?\xa7\xde" +
-	"\x95\xa7\xd5W\xf3O\x02\xf6\x95\xbf\xcd\x19\x7f\xb7\x9b\xfb" +
-	"(\x98'8\xbf\x9c\xff\x99z\xd0\x8f}%O\x9c\x1f" +
-	"|\xff\xa1\xbd\xbf8\xf2\xe2+\xa0\x14W\xe5]\x18}" +
-	"]\xdd>J\xabgFk\x80\xfdu\xda\xae_\xfe\xeb" +
-	"\xe6\xfd\xbfJ\xc4\xa6)\xe27\xa3\x87\xd4\x93\x14\xbb\xfe" +
-	"\xc4\xa8\xcf\xb8s\xea\xfe\x8b\xcf\xb7o;\x92\x08\xf6\x8f" +
-	"w\xb9pNM\x17i\x85E\"|\xec\xbf\xed\x82\xb8" +
-	"\xfb\xec\xb1\xc4\xe9|\xc2\x8f\x16\xff\xaa\xea~\xac\xf4c" +
-	"\xd9C\xdb_\xb8\xfe\xc2\x9a\x93I%\xfc\xc4\xa7\x8b\xc7" +
-	"\xd4\xb7\xfc\xe07\x8b$\xf2\xe5?\xe9S\x8f~\xe6\xe6" +
-	"3\xc3H\xf4\xc6\x0e\xa9sc\xfe=\x8eQ\xe2[\x97" +
-	"\x9e_\xfc\xe4\xcc=K\x948\x95 \xf1\xe1\xd8\xbb\xea" +
-	"e\x8a]\x7fi\xec\x07t:\xfd\xf6?d\x16\xeb\x9d" +
-	"\xa5a\x8cw\x94\x8f\xa9/\x95i\xb5\xabL\x89ow" +
-	"\xaf\x173\xd7\xbdv\x11\x94b\xec\xa2\x01\xd5\xa5\xf29" +
-	"\xf5c?\xf0\xc3\xf24`\x7f\xd3\x865K\x7f\xce\xdc" +
-	"\xf3\xd1\xb0\xa4\xa8\x9cS\x8b\x0a\xadF\x14J\xba\xb4k" +
-	"\xcf\xee\xfcwO\x7f4T\x06\xa9\xfcX\xed\xf9\xc1\xba" +
-	"\xf2\x01\xac\xed\xeb\xf6\x9c\x9c\x97_j\xa2f\x9b\xf6d" +
-	"]k\x96\x1e\xd7:\xb2\x8e(6\xf0\x14@\x0a\x01\xd4" +
-	"\x9f\xa0\x03\xd0\xd8\x8d\x1c\x1b\xfb\x91!b\x05\x09\xde\x87" +
-	"\xcf\x014\xf6\x12\xfc*2T\x18V\x90\x91{p\x12" +
-	"\xa0\xb1\x9f\xf0\xc3\x84s\xac \x07P\x0f\xe2\xc3\x00\x8d" +
-	"W\x09?Nx\x8aU0E\xfe\xf0\xf1\xa3\x84\xbfA" +
-	"x\x9aU0\x0d\xa0\x9e\xc4\x09\x80\xc6q\xc2\xcf\x13\x9e" +
-	"\xe1\x15\xcc\x00\xa8o\xfb\xf8Y\xc2\xffIx6U\xf1" +
-	"=\xf9\xbe\xbf\xef{\x84\x7fBx.]\xc1\x1c\x80z" +
-	"\x09\xa7\x00\x1a\xff!\xbc\xc0\x18*#\x99\x0a\x8e\x90Z" +
-	"\x8c\xf0\x14\xe3\xd8\xf8\x1c\xe1\xf9l\x05\xf3\x00\xeaMl" +
-	"\x1c\xa0q\x03\xe1\xb7\x10>\x9a\xab\xe0(\x80\xfayF" +
-	"\xf9o$\xfcN\xc2\x0b#\x15,Pe\xf9y\xd6\x11" +
-	"\xbe\x81\xf0b\xbe\x82E\x00\xf5.\x1f\xbf\x83\xf0:\xe1" +
-	"c\xa3\x15\x1c\xa3r\xf7\xf3l&|\x861\xec\xb7-" +
-	"\xa7\xa7y\xdb$T\x1dW\xb7L\xcc\x01\xc3\x1c`\xbf" +
-	"i\xf5l\xdd\x90\x0en\x93\xfe\x0f\x80\x05`X\x00\xac" +
-	"y\x9a\xd3\x91\xde\xf2\x9f\xfd\x9e\xecY\xce\xc2\x94\x06\xdc" +
-	"\x95\xd1\xd7\x01\xd8\xd0\x81?\x15\x81UO7\xa4\x8bc" +
-	"\x80u\x8eX\x1e8\x05\x90\xc0\xea\xaca\xcdF?\x17" +
-	"\x81\xd1\xb2\xa6\x9b\xf6\x9c\x17\xfb(*\xf5\xe0\xa3Ek" +
-	"\xce\xbbz\xc0\x93R\xeft\xaf\x12P\xeaZ\xae\x87\xe5" +
-	"A\xdb\x03\xc42`\xadi\x99m\xbd3\xf8,\xaa\x81" +
-	"0\xaf\xedXm\xdd\x90X\x1e\xd4r\xf0\xe5\xa2\xbb\xd0" +
-	"\x9b\xb5\x8c\xd8\x8eQ\xfb\x0d>\xad9\xb2\xa9\xdb2\x12" +
-	"pe\x114d\xa7\xd4\x93\xa6GEP^.\x02E" +
-	"\x9b\x02\x10\x8fp\x14]\x86JX\x02\x8a|\x18@\xb4" +
-	"8\x0a\x9b\xfc\x9f\xf3\xfd\xaf\xf4&\x00D\x97\xa3\xf0\xc8" +
-	"\xfc\xdc7\xbf\xf2\xc48\x8008\x8ay\x86\x8bZ\xab" +
-	"\xe5H\xd7\xbd\xfa]\xb5\x0d\xad\xe3b\x06\x18f\x00K" +
-	"t5Q|\x82\xefB/;k\x19D\xb7\x10\xd1\xbd" +
-	"\x8f\xf6\xdb\xc8Q|#*X\xe5\xebt\x84M\x1cE" +
-	"}P\xad\xcaV\x0a\xdc\xccQ\xcc0,\x99Z/R" +
-	"%\xc9\xb2\xe4\xea\x03v\x11\x05\xe6S\xd8l\xb9\xde}" +
-	"\xf3\xcd\xaefv\xd0o\x1e\x95\x88\xc83\xa4\xc6<G" +
-	"\xb1{@\xe4G\xb3\x00\xe2\x87\x1c\xc5\xde\x18\x91=\x0e" +
-	"\x80\xf8)Gq\x80dc\x81l/o\x01\x10\xfb9" +
-	"\x8a\xc3\xd40\xd0o\x18\xcaAJy\x80\xa38\xc5\xb0" +
-	"jk\x9d\xb8\xa5\xa3\xee\x1b\xdc4\x15QO3[u" +
-	"\xc8j\x1d\x19/-B\xa7\xa1\xdan\xbb\xd2\x8bp\xd7" +
-	"\xb0\xbc\x86\xfe\x94\x04\x80\xe8\x1e\x9a\x9a\x11\xb7R\xf4\xc8" +
-	"\x84\x1b\xac\x14bF7d=\xf0%\x00\x09\x91\x8b\x84" +
-	"\xf8\x02\x09}\x0bG\xb1n \xc4Z\xba\x915\x1c\xc5" +
-	"&\x86%*\xce\xe5]\x17]\xadg\xaf\xa8\xd5\xe8!" +
-	"L\xec\x1bz\xc0\xd0yS&\x1c;>\xcc\xb1\xb4\xe3" +
-	"c\x1c\x85\x11\x93^\x9f\x8c\xd9\x98\xa7\x02\xe9{\x93\x03" +
-	"\x1b\xaf\xe4\x960F\xcd\x0aD\x1c\x01\x86#\x805C" +
-	"\x9a\x1d\xaf{\x05\xb3n\xb6\xdc\x9aW\xefj\xaeO6" +
-	"\x15\x91->\x00 \x0a\x1c\xc5\x1a\x86}\xcf\xd1L\xb7" +
-	"-\x1d\xc0\x98\x00\xd1#<T\x80)\xdd,\xb5t\xb3" +
-	"\x930\xdfxh\xbe\xef\xc5$\xd8N\xf6y\x9a\xa3\xd8" +
-	"I\x12\xb0@\x82\x1d\x04>\x1bZr\xb9h\xf7\x90\x04" +
-	"\xbb9\x8a\xa3\xe4\xbeT\xe0\xbe#d\xde\xc3\x1c\xc5\xd9" +
-	"D\xc1T[\xde\xc2\xa0\xa9T\xdd\xaef\xcbe\xfa\xb9" +
-	"\xb0\x99\xba\x86\xde\x8c\xdfj4\x8f\x85\x87\xf2\xa4\xe9Z" +
-	"N\xa3\x0b\xd9\xd5\x1f'\xac\x16\xda\xac\xe1I\xfbjV" +
-	"\x8b\x8e\xbdv<\xf4\xda\x1d\x09\xde\xa5\xc7u\xb3\xb5\xaa" +
-	"\x17\xae\xdcD\xeb\xd9\xdc\x90\x89]\xa6\xae\xb1\xcb\xea\x0e" +
-	"\xe2I\xfb\xca\xbe\xa8z\xf7j\xc6\xa7nc\x93a\x1b" +
-	"k%\xdbXX\xeb\x91[m2_\xec\x0a\xa21w" +
-	"\xa8\xaf\xea\x8eU\"\x05\x12G\x9f\x08\x8f\xbe1v\xf4" +
-	"\xaf\x11xg\xd0I\xabt\xd4\xd8&\xd1\xc8\x1b\xbe\xb4" +
-	"\x89\x878\x9a\xe1\x876\x15\xea\xae3AI\xa0CD" +
-	"n\x8c\x88\x9c }\x8er\x14o\xc4\x88\x9c$\x81\x8e" +
-	"\x07\xfd12\xf8\xef\x88\xddk\x1c\xc5\x99\x98\xc1O\x93" +
-	"\x97Oq\x14\x7f\x8c\x19\xfc-\x92\xf2\x0cGq\x9e\x86" +
-	"\xb1\xb4?\x8c)o\xd3Fg9\x8a\x0b4\x89e\xfc" +
-	"ILy\x87\x9e\xbf\xf3\x1c\xc5{,tQi0\xd2" +
-	"\x02b\x09pqV7\xa9.\xa3v\xeaW@\xac\xe1" +
-	"\xeaM9\xddnC6\xd6\x86\x13\x1d\xa4d\xc7[7" +
-	"\xfd1\xddn\xbb\xc0c}{\x88\x97\xea\xe1\x18;\xe4" +
-	"\xd2\xae\xe4\xd7\xaan\xb6\xe4\xfc\xff\xf3\xdeM\x05\x87\xba" +
-	"_7[A\xed\x15|\x8do\x9a\xa0S+\xd7M\x02" +
-	" S\x8a\x93\x00U\x7fz\xaa\x053R-\x98\x84\x12" +
-	"\xb9\xee\xf5\xc7\x9c\x07\x1d\xdd[\xfddL\x0ec<1" +
-	"`\xbc\xdcz\x97\xc5\xfd\xb6f\xcc\xc9+\xa82\xa3\x1b" +
-	"\x98|!\xb6\xc4\x1e\x83\xe5\xfc\xfa\xc4\xe01\xc0\xd0<" +
-	"\xbd-\xe1\xf4\xb2s0\xcf+;\xa6\x06-\xb3ow" +
-	"\x17\\\xbd\xa9\x19\xf1\x97S\x9a\x9e\xb30\xb8j\xd9\xa1" +
-	"\xa9\xca\xa5\x88\xc8\xf8\xd1\xff\xd0\xe1Lw\xad\xc9\xed\x7f" +
-	"\x01\x00\x00\xff\xff\xe2\xfcW\xba"
+const schema_df02522a5e7c14d1 = "x\xda\x9cY}\x8c\x14e\x9a\x7f\x9fz{\xbeg\xe8" +
+	"i\xab\x99\x83\xd3\xa1\xe5\"\x06\xc7\xe3\xe4\x1a\xff\xd0V" +
+	"\xd38\xe0\x1d\"sL\xd1\x9c\x1c\x9c\x9cW\xd3]\xdd" +
+	"]K}YU\xed0*\x19u\xfd\"\xb2Y1\x9a" +
+	"\x15\x03F6\xb0\x8b,\xee*\x91\x0d($\xce\x0a+" +
+	"\xa0\xec\x02\xc1\x04\x8c\xec\xaaa\xa2DY4\xd1,l" +
+	"$\xbdy\xaa\xaa\xdfz\xa7\xa6\x07\xcd\xfe\xd7\xfd\xf4S" +
+	"o=\xcf\xef\xf9=_o\xcf>\xdf27\xf6\xef\x1d" +
+	"\xf7\xb6\x11Az\xac\xa1\xb1z2\xf6\xe6\xb5[v\xdc" +
+	"\xfd0\x91:@\xa8\x1eK>\xf4\x7f=K\x84?\x93" +
+	"\x86\x8e&B\xc4\xe7\x1b\xb6\x8b\x9b\x1a\x9a\x08\x99\xb3\xa1" +
+	"\xe1IJ\xa0\xfa`_\xec\x967\x9e\\\x17\xd5\x8e\xa1" +
+	"\xf2\xbe\x96\xed\xe2\x81\x16\xfc4\xd2\xf2\x19\x81\xea\xec\xe6" +
+	"y\x9d\xd7\xdc\xd0\xfe\x08It\x00w0\xa0\xc6\x86\xd6" +
+	"7\xc5\xcd\xad\xf8iSk\x96@\xf5\xc4\xbf\xce\xf8\xfd" +
+	"=\x89\x9eG\xf1\xdcq\xcaGZ\x7f.~\xe0)\x1f" +
+	"k\xfd\x0d\x81\xea&\xe1\xc0\xae)\x7f\x19~*j\xb2" +
+	"\x80*j\xdbq\xb1\xd2\x86&\xdf\xd7\x96\x02\x02\xd5\xbf" +
+	"m\xec\xb6z\x1e\x9c\xb1\x16\xb5i\xf4\xe8W\xdb\x8f\x8b" +
+	"{\xdaQ{W\xbb\xa7\x9d\xb3oh\x98\xfaV\xf1\xe9" +
+	"\xba\x86\x9c\xee8,\x9e\xf5\x80\x19\xed\x18$P\xfd\xdf" +
+	"C/\x1d\xa7\x1b\x07\xd6G\x95=C\xa4I\x87\xc5\x95" +
+	"\x93\xf0\xd3\xf2Ihu\xe2tE\xfb\x93\x95\xdf\x14\xb1" +
+	"\xc3\x83nj\xfcEqz\x1c?u\xc7\x11\xba\xff\x9a" +
+	"\x1a{\xdc\xda\xfb\xeb\x97P7\x16\xd1\xfd:~X\xbc" +
+	"\x84\xbas.\xc6\x7f\x8a&/\xfbd\xf9\xc6_\xbc\xba" +
+	"nk=\x9c\xd7'\xde\x147$\xbcP&\x10\xe7\xd9" +
+	"\xf2\xda_~1\xed\xe5_Et\x1bQ\xe3Pb\xbb" +
+	"x\x0cu\xe7\x1cI,\xc3\x83Ko\xdfu\xf6\x89\xe2" +
+	"\xb5\xafF\x94=\xefV\x8a\x87EU\xc4O\x8a\x88P" +
+	"\xec\xfc\xa6\xd8.\xddrpg=b\x8c\x88\x1f\x8aG" +
+	"<\xddC\"\"\xa1\xbd\xbbu\xe9\xcdg\xde\xfbm4" +
+	"\"\x14U\xe4\xe4\x87\xa2\x9eD+\xd4\xa4g\x85\xb0\xfc" +
+	"\x91\xa7\xbbN\xcc\xdcS\x17\xe4C\x93w\x8a\xc7&{" +
+	"$\x99\x8cG_\xfc\x83\xda\xbb\xf2\x9f\xa6\xed\xafgr" +
+	"\xa5k\xbb\xb8\xa6\x0b?\x0du\xa1\xc9\x7f}g\xf1\x17" +
+	"75L\xfa0z\xb0g\xf3\xb7]\xbf\x13/uy" +
+	"(wy\xc487{\xf4\xc0\xa9\xb5\xe2\xa7\xa8\xdd\x10" +
+	"q\xb0c\xca\x8b\xe2\xe4)\xa8\x9c\x98\xf2.*\xcf\xda" +
+	"\xf6\x8e\xb5\xe5-\xfb\xd3(C=\x0f?\x98\xbaS<" +
+	"=\x15\xb5OM\xf5\x028c\xf4\x89\xe1\x0b\xfbo\x1f" +
+	"\xad\x17m\xf9\xca\xe3\xa2~\xa5\x07\xc7\x95\x9e\xb2z\xfd" +
+	"{\x8d\xc3\xfd\xa5\xd1\x88\xd5\x9e\xf2\xc5\xabv\x8a\xd0\x8d" +
+	"\x9f.]\x85\x1e^\xeftIK'\xef>K\x12\x1d" +
+	"\x9c\x15\x04\xc4\xe5\xdd\x87E\xc5S\x94\xbb\x17\x13\xa8>" +
+	"y\xe4\xd9W\xba>\xff\xf6\\\xbd\xe8U\xbaw\x8ak" +
+	"<\xdd\xa1n\x84x\xfe\xad3G\xff\xd8x\xfb\xf9z" +
+	"\x06$\xa6\x1d\x16\xbb\xa7y\x8c\x9e\x86\x06\x8c\xae\xdd\xf0" +
+	"\\\xeb\x8fG\xce\xd7\xcd\xd4\xca\xb4g\xc55\xa8<g" +
+	"h\x9a\x07\xf1u\xe7\xddr\xdb\xf2\xf5_\x8d3wW" +
+	"\xea\xb88\x92\xf2jL\xaaD\xa0z\xf3\xf3;\xfa\xde" +
+	"\xfdY\xe9\xbbh\xe4<\x1a\x9fMm\x17\xbfF\xe59" +
+	"\xe7R\x1eb\xaf\xb8\xf7\xde\xb5\xf2\x8cp\xa9.\x81v" +
+	"M?,\x8eL\xf7\x8e\x9e\xfe\x19\x99UU\xad\x8a\xb2" +
+	"Z\xf9\xb7<\xc8\x96ae\xfa\xe5||\x95\\R\xfa" +
+	"\x01\xa4\xb94FH\x0c\x08\x11_\x07\x9b\x90\xdck@" +
+	"!\xb7\x17\x04\x00H\x02\x8a\xf7\xc0\xa3\x84\xe4v\xa3x" +
+	"?\x08\x90\x10 \x09\x02\xd2\x1f2\x84\xe4\xf6\xa2\xfc " +
+	"\xca)$\x81\x12\"\x1e\x80\x15\x84\xe4\xf6\xa3\xfc(\xca" +
+	"cB\x12b\xc8dO\xfe>\xcaO\xa2\xbcAHB" +
+	"\x03\xf2\x06\xd2\x84\xe4\x8e\xa2\xfcK\x947\xd2$4\xa2" +
+	"\xc3\x9e\xfc\x0cPX\"\x08\x90h\x8a%\xbd\xd4\xbf\xe4" +
+	"\xbd\xf6\x02\xaa'Q\xde\xdc\x90\x84f\x8c\x91\xd0KH" +
+	"\xae]\xa0\x90\x9b\x89\xf2\x96\xc6$\xb4\x10\"\xce\xf0\xe4" +
+	"W\xa3\xfcV\x94\xb76%\xa1\x95\x10\xf1f\xa1\x87\x90" +
+	"\xdc\x8d(\x9f\x8b\xf2\xb6\xe6$\xb4\x11\"\xde&\xe0\xf9" +
+	"7\xa1|)\xca\xdb[\x92\xd0\x8eu\xcf;g\x11\xca" +
+	"\xff\x07\xe5\x1d\xadI\xe8 D\xfcoO\xde\x8fr\x0d" +
+	"\xe5\x93\xda\x920\x09\x0b\xb6wN\x01\xe5\x16\xca\xe3\xed" +
+	"I\x88\x13\"\xea\xc2\xbf\x10\x92+\xa3\xdc\x15\x04\xa8\x16" +
+	"M[\x97\xdd\xbb\x15\x92\xb2\x1d\xd54\xa0\x99\x08\xd0L" +
+	"\xa0\x9a7uK\xd5\x14\x1b\xeeV\xbc\x1f\x08\xb4\x13\x01" +
+	"\xda\x09d]\xd9.)n\xedkUWt\xd3\x1e\xea" +
+	"\x95\x09u\x14\xf6\xb4/\xcc\xa9\x84>\xc0\x84)W\xd5" +
+	"\x14\x07&\x11\xe8\xa7\x00\x9d!\x8b\x09\xa005\xa0\x99" +
+	"\x03\xec\xe7\x0e\"\xe0\xc7\xacjX\x15\x97{\x88UZ" +
+	"\xff\xa1a\xb3\xe2^^aPQK\xe5\xcb(\xc4\xcb" +
+	"\xa6\xe3Bg\xd8\xfd\x08@'\x81l\xde4\x8aj)" +
+	"|\x8c\xe5gp\xaee\x9bEUS\xa03,\x8e\xfe" +
+	"\x93\xc3\xce\x90>`j\xdc\x1bY\x17\xf6\x1f\xcd\xdaJ" +
+	"^\xb5\x94\x1a\x80Mv\xc5\x80\xce0\xf9\xfcS\"\x19" +
+	"\x93SJq]1\\\xcc\x98\xceZ\xc6$\xe4^B" +
+	"\xa4{(He\x01\x12A\xbe$\x94\x15\x84H\x05\x0a" +
+	"\x92\x85\xc9\xd2\xec%KBO\x13\"\x95)H.f" +
+	"\x0a\xf52%q_\x0f!\x92FAZ-\xc0\xb0\\" +
+	"(\xd8\x8a\xe3\\>\x82EM.9\xd0H\x04h$" +
+	"\x10\xc7\x801\xfd\xb1\xf6\xf6)z\xd6\xb4\x87\xfad\x0b" +
+	"-\x8e1\x8b;2\x84H\xcd\x14\xa4k\x04\xc8\xda\xb2" +
+	"Q\xe2\x09\xc1*\x8a\x8fS\x14\x82!\xbdi\xc0\xd4\xf0" +
+	"\xbcvv\xde\x1d\xe8\xc2\\\x0a\xd2\"V0\x12w\"" +
+	"*\xf3)H\xfda\xb5H\xf4\xa1\xe2\x02\x0a\xd2R\x01" +
+	"\xe2\x86\xac3\xf8\xa3\x8e\xc7\x1d5t\x98\x99 x&" +
+	",0\x1d\xf7\x8e\xd5\xf9\xb2l\x94\xc0+^If\xc8" +
+	"\x1a\x04x5\x05\xe9\xb9\xd0\x90\xf5\x03\x84H\xcfP\x90" +
+	"6r\x86l\xb0\x09\x91^\xa0 m\xc1H\x08~$" +
+	"6/$Dz\x99\x82\xb4\x03\x0b\x16x\x05+\xf1\x0a" +
+	"\x1e\xb9\x85\x82\xf4\xb6\x00)K\x1e\x03\x15kW\x01T" +
+	"yS\xd7e\xa3\xd0O\x9a\xe4\x92\xc2\xe70J\x17\x93" +
+	"T\xb1\xe8(.\x93;\x9a\xe9\xe6\xd4\x07\x14B\x08\x0b" +
+	"m^\xd6x\xce\xb2\xf1 \x12\x0b\x1f\x88~M6\xfe" +
+	"C5dMu\xc0\x8d\x00\xd1\x13\x00\xf1\x18\xc7\xc9G" +
+	"\x96\x10\"=LAZ\x87H\x08>\x12kQ\xf8T" +
+	"\x00Y@\xc9\xf5\xe8\xf3:\x0a\xd26\x04\xe2j\x1f\x88" +
+	"\xad\x99\x10\x9d\xb8-\x1b\xabB\x92\xaa\x85yCyM" +
+	"!\xe0@\x0b\x11\xa0\x05\xc7 s0*K\x95l\xb5" +
+	"\xc09\xc7\xfar\x90\x90\xf9\xb2\xe9(\x06\x00\x11\x00\xc6" +
+	"\xf9\xbaT\xd5\x94~?\xd9\x09A_\x9b\x99\xaf\xd7\xa1" +
+	"\xaf\xd7P\x90f\x87A\x9f\x85\xec\x9bIA\x9a/@" +
+	"\x1c+^\xcd\xd8aG\xd6\xad1\x05\x90\x0dw\x13b" +
+	"\x9c\xab\xe8\xbal\x0f\xf9\xef\xe5X\xffh\xc8\xf0\xda{" +
+	"\xfb\xd2\x01\xc1\x0b\x1c\xd9d\x84\xf8\xff)H\x0f\x09P" +
+	"\xb5l\xa5\xa0\xe6]\x05|\xcc\x1c\x12\xc2\xa3\xe8:g" +
+	"\x17\x1b\xb3\x02\xbb\x8a~\xa4]D\x94)\xb1\xf9\xbf~" +
+	"\xb2j*\xcd+\x91j\xd5S\xafZ\xf5\x06\x16j\x9c" +
+	"\xd9j\x86+a4\xe6SC\xcf\x84%l,\xb0\x91" +
+	"\x0c\xce\x9a>\xdb\x03\xef\xb2\x9ab\x94\xdc\xf2\x04)\xdd" +
+	"_\x96\x1de\x99j\x14\xccA\x1f\xe5\xab\x98\xbd\xbb\xd0" +
+	"\xde\xd7(H{9{\xf7 \xa2\xbb)H\xfb9&" +
+	"\x8f\xa0\x13{)H\x07\xb9\xeaz\x005\xf7S\x90\x8e" +
+	"\"\x95c>\x95\x8f\xa0\xe6A\x0a\xd2\x09\x9c@\x1a\xbc" +
+	"\x09$q\x0c5\x8fR\x90>\xc2\xf1\xa3\xd1\x1b?\x12" +
+	"\xa7Px\x92\x82t&\xe2n\xd5Q\x8cB\xce\x95m" +
+	"\x02n\xc8-\xc5(\xdca\x14\x98\x8e\xad\xe4\xef\x8f\xea" +
+	"\xa0\x8c\xd7\xc1gz\x87\\/Q\xf8\xe7\xa2\xb2\xb1\x91" +
+	"]`:Y\xd7C-R\xd9\xd1\xdev\x0a\xd2L\x01" +
+	"\xaa\xae-\x1bNQ\xb1\xc70\x86\xcd\xe3u\x19\xd3\xab" +
+	"\x1a\xf1\x82j\x94\xf0\xd4)\xec\xd4\x0d\x18\x83\xe7(H" +
+	"/s1\xd8\x94\xe6Jh-\x06\x9bQ\xb8\x91\x82\xb4" +
+	"\x9b\x8b\xc1\xaeL\x10\xc2\xf7\xb9\x18\x1c\x1a\x08bp\x86" +
+	"\x8b\xc1'\xa8\xf9\x11\x05\xe9B\xa4?\xa4\x0a\xeeP\xd8" +
+	"\xacSNY\xb6\x94\x9aO\xcd\xc1\x90\xe2hj\x9eO" +
+	"l\xb6\x93\x06\x9e\xba\x8a\xe1\x98v\xaeL\x9a\xea<\xac" +
+	"\xc9Cf\xc5\x0d\x1ff\x1bQ\xfd\xaa\xe0W\xa2\x9c\xab" +
+	"X\x97\xabF\x0c\xabY=A9\xba1\xe2W|\x95" +
+	"j\x14\xd8\x10W\xff%\xb2nQM\x89\xd4\x9e\xde\xb0" +
+	"\xe3\xb2\xb7\xdc\xd9\xc3\xb7\xdc \"}\x99\xb0\xe5\x8e\xef" +
+	"\xb2\xaeb\xb1\x84-(\xae\xacj\x13dh\xd0p\x95" +
+	"\xfe\xb2L}\xd2q\xf4\xf8\xe7\x90\x1e\x8c\x1d=<;" +
+	"\x82\x8a\xb2\xb97`\xc76\xae\xebnM\xd7\xeb\xba\xd8" +
+	"\x8a\xb7Q\x90\xde\x08w\x84\xc4\xeb\xf8\xf8\x0e?\xc1\xa9" +
+	"\xcaRh\xec Q6m\xf5\x01\xd3`Uu\xc0\xac" +
+	"\x18\x05\xd6\x96\x9c|Y)T4\xaf\xe7\xd6\x9e\x18\xf4" +
+	"\xea\x0eG\x1cvAQ7E\x16\x98N\xca\x9d'k" +
+	"\xff\xf0\x0c\x94\x09[\xc4X\xd3\x83A\x81\x05\xc4\xc2\xfc" +
+	"\xe6\xecbw!u\xed\xea\xb7\xcd8\xf2%B\xc7t" +
+	"@\xc7\xb9\x1cQnC\xe1M>'R\xc8\x01\xee%" +
+	"\xec^$\xd8\x07\"\xeb\x02\xbbB\xaa\x9b\x17\x98\x10\xf3" +
+	"=\x1a\x91\xc8<\x92\x09\xe7\x116\x8e\xa0\x15\x0fQ\x90" +
+	"\x9e\xe2\xd0y\x1c\x0b\xd8c\x14\xa4g8\x8a\xfc$\x1d" +
+	"\xce(\x89\x18\xf5)\xb2>\x13\x0c)/\x08\x90]\xa5" +
+	"\xd8\x86\xa2\xb1\xfa\xe0!\x071\"@\x8c@\xd5\xb4\x14" +
+	"[vU\x93\x80\xc14\xee\x97\xb5\x0aC>k+\xb2" +
+	"c\x1a\xe3\xf20\xa8\x89\x9aI\xf3\xab\xd0\x9f\xab\x99?" +
+	"\xc7\xf0\xe5\xefS\x90N\"\xac\x82\xef\xd0\x07i\xae\x83" +
+	"\x08\xd4w\xe8\x14\x0aOP\x90>\xe6\xba\xe8\xe9t\xd8" +
+	"V\x12\xb1\x06\xdf\xa1O\xd2A\xf1\xfb\x1c9\xdf\xe8s" +
+	"~\x14_\xf41\x05\xe9K\xecJM~W:\x8b\xc2" +
+	"3\x14\xa4\xafp%\xee\xf4V\xe2\xc49|\xfcs\x0a" +
+	"\xd27B\xb4\xf9\xa6lsp\x91\xc9\x86L\xdb\x1c\\" +
+	"\xa0\x86#\xa7\xa9q\xbf\xe5M-\xfc-k\x9b\x83\\" +
+	"\xaf\xca\xe6M\x8d\xfb\x9a2\xed\x82bC<\xbc\xda " +
+	"\x00\xf1\xf1\xbc\xd4\xe4\x94\xf1\x9f\x8a\xaeO\xdc\xd7Y[" +
+	"\xbf\x82\x10\xe9\x0d\x7f\xd6f\x8c\xd8w\x05\xd7\xebk\x8c" +
+	"\x18\xb9\x82\xeb\xf5\xb5\xa2q\x00\x8f|;\xe83\x0d\xd4" +
+	"\x07\xf0P\x9a\x1b\x00\x1a\x05\x1f\xc0#\x99p\x00\x18\x93" +
+	"\x83\xa0\xd7\xbc\x036\xdf\x02[\xc7\xe38\xc1F&\xd7" +
+	"N\x96#5\x94\xc6r\xb1\xce\xf2\xb2\xd4\xef\xcb`\xff" +
+	"\x90I\xa7\x97\x87$\xa8\xe9\xfb\xd2<$A\x97\x1d\x19" +
+	"\xe0\xbcg]6\xc3y_\xeb\xb2Gz\xb8\xf1\xa76" +
+	"\xe9\x1c[\x11\x92\xd7\xefJ\xf1\xf0\x8a\xcd\x0f\xec\xf0\x80" +
+	"j\xe0p\xc0\x08\xe0u\\n\x9fQ\xf3\xca\xe2b\x91" +
+	"4q[Nd\xee\x8b[\xfcf\x84_\x16\x17\x8b\x0e" +
+	"\xa1\xdcZT\xa7\xda\xf6\x07\xb7Tu\xca\xdaD]6" +
+	"\xa5\x1a\x05e\xf5\x0fY'{}\xa7\xeeR\x8dB0" +
+	"\xe1{\x18w\xa7\xd1\xeb\xc4\xe4\x0c! x\x1bs\xca" +
+	"\xbb\x05\xc9\xfaw\x1dY\xffF\xa3.\xd7m\xb50q" +
+	"o\xf8\x9en\x9d\xe6\x16d\x1b\xbbR\xcd\x83\xbc\xa9\xb1" +
+	"/)\xd50\x14{\x02\x7f\xe6yW&\xcbl\xd5\x1d" +
+	"\xbf)e\xea\xa1\x96\x0eQ\xab\xd5\x8d\xda{\xfc*Y" +
+	"?2KUm\xdc\xfa\xbd\x90\xab\xe8\xb5\xf3\x1fO\x87" +
+	"['\xd4\x96\xce\x85AA\xdf\x12^\x19\x86\xd3\xc1\xee" +
+	"\xf0\xbe0\xb1kI\xc8\xff\xaaU\x1er\xd4\xbc\xac\xf1" +
+	"\x1b\xb3b\xb8\xf6\x107M\x97t\xc5p\x1d\xd4`=" +
+	"\x8b\xfd\xaf\x13\\\x1a}\xdf\xd5Pp\xeb\xd2'\x13\xb0" +
+	"&\x1a\x874\x05\xdf\xb3\xd8.\x04i\xdc\xe9\xf9u\xdd" +
+	"B\x8f43z=\xd2t\xe37\x9a\x98\x9a!\xa4j" +
+	"\x9b\x83}\xf2\x8fL\x9b\x102,\xeb\xd6\"\xa5\xe8V" +
+	"e\xddZ\x82$\"\x84de\xddZ\\\x89\xd2iI" +
+	"\xc5\x88\xdfi\x14\xcdH\x9dX\xc8\x95\x84\x1a\xca\xfb\x06" +
+	"\xc2\x82XC\xf9@\x9a\xab\x08\xb5\xcay\xa8\x87_\x88" +
+	"\x82^\xca\xea\xa17\x8c\xc7\x82a|E\xd0z\xbe\xc3" +
+	"2\xd1\xe0\x97\x89\x8b\xf8\x9e\x0b\x14rI\x10\xa0:h" +
+	"\xda\xab4S.p\xe3TUv\x9c\x8an\xb9*i" +
+	"2\x0d\x87\xf5\xdb\xa2fZ\xec& ni\xb2\x01\x9d" +
+	"\xe1_L\xc1m_t\xe0a\xff\xa5D\xe3B\xf9\x89" +
+	"\x85\xfd\x15\x17h9\xc1\x10B\x9aT>\xc8\xec\x1f\x91" +
+	"\xba\x93K\x9fw\xf4\x12\x1cq\xfd\xac\xa9\xbf1_~" +
+	"a\xee\xe1\x17\xe6\x80\xd5z\x0f\xb70\xf3\xd3\xfee\xaf" +
+	"\xbc\xc64\xa5\xbf\x07\x00\x00\xff\xff\xf5D@E"
 
 func RegisterSchema(reg *schemas.Registry) {
 	reg.Register(&schemas.Schema{
@@ -2128,21 +3764,33 @@ func RegisterSchema(reg *schemas.Registry) {
 		Nodes: []uint64{
 			0x8056aca426ba04d8,
 			0x808c87b43b044d7b,
+			0x810c2f2410430830,
 			0x822a115cc6252cd4,
 			0x887fee18b5c5029d,
+			0x89257b2a701d9cfa,
 			0x8b66bb19052f7253,
+			0x91629c03d29ec95b,
 			0x9d6370de6c75dd11,
+			0x9eaebc708504194e,
 			0xa58cada69c59e157,
 			0xaba01eeba7896130,
 			0xad266686e94bc067,
 			0xb2c83b510c66f4b2,
+			0xb6cbe43954a5c76c,
 			0xb928d4168b815902,
 			0xc41e175d4269cef9,
+			0xda0e0538eb4fc3f7,
+			0xe21389d9c5e530ed,
+			0xe272bba470c3a82d,
 			0xe541c4f87f86e525,
 			0xe567507f06cb2b69,
 			0xe9b815545116732b,
+			0xedf5e816a992cd87,
 			0xef4106cfe5283c44,
 			0xefc1830a949989e5,
+			0xf091590b6874ef29,
+			0xfc6797c74dac9539,
+			0xfd02e45d4b5f74a9,
 		},
 		Compressed: true,
 	})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/launch"
 	"github.com/ipustack/ipustack/profile"
 )
 
@@ -375,7 +376,7 @@ func TestBrowserReportRealRun(t *testing.T) {
 	}
 	dir := t.ArtifactDir()
 	file := filepath.Join(dir, "run.prof")
-	m, err := driver.Run(context.Background(), res.Package, r, res.Graph, res.Plan, driver.RunOptions{Logger: quiet, Profile: file})
+	m, err := launch.Run(context.Background(), res.Package, res.Graph, launch.Options{Logger: quiet, Profile: file})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
+	"github.com/ipustack/ipustack/launch"
 	"github.com/ipustack/ipustack/profile"
 )
 
@@ -56,7 +57,7 @@ func TestBrowserReportFullChipRun(t *testing.T) {
 	}
 	dir := t.ArtifactDir()
 	file := filepath.Join(dir, "full.prof")
-	m, err := driver.Run(context.Background(), res.Package, r, res.Graph, res.Plan, driver.RunOptions{Logger: quiet, Profile: file})
+	m, err := launch.Run(context.Background(), res.Package, res.Graph, launch.Options{Logger: quiet, Profile: file})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/driver"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/launch"
 	"github.com/ipustack/ipustack/profile"
 )
 
@@ -27,7 +28,7 @@ func TestRealRunWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "run.prof")
-	if _, err := driver.Run(context.Background(), res.Package, r, res.Graph, res.Plan, driver.RunOptions{Logger: quiet, Profile: file}); err != nil {
+	if _, err := launch.Run(context.Background(), res.Package, res.Graph, launch.Options{Logger: quiet, Profile: file}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := profile.ReadFile(file)

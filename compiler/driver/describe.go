@@ -2,8 +2,6 @@ package driver
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"sort"
 	"strings"
 
@@ -11,146 +9,117 @@ import (
 	"github.com/ipustack/ipustack/compiler/exchange"
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/profile"
-	"github.com/ipustack/ipustack/runtime"
 )
 
-// Profile builds the run profile of a package built from pl from the
-// samples a run read (docs/PROFILE.md): per active tile one step per
-// sample of its "run" call (emit.TimedSteps), cycles from the earliest
-// tile's run.start; the exchange phases run in that span with their
-// start (the earliest tile's row start), the scheduler's horizon and lower
-// bound (the schedules are rebuilt from the plan, as the build made them)
-// and per tile its send and receive windows (phaseWindows); per tile the
-// memory map (compiler/place); and
-// the plan summary (GEMMs, grid, predicted cycles; no finalists: the v0
-// planner keeps none).
-func Profile(pkg *ipuexe.Package, pl *low.Plan, res *runtime.Result, workload string) (*profile.Profile, error) {
-	if len(res.Samples) == 0 {
-		return nil, fmt.Errorf("profile: the run read no samples (the package has no profile plan)")
+// describe records into pkg what a run needs besides the images and the
+// host plan (ipuexe.RunInfo), so that the run side (package launch) never
+// re-plans, re-places or re-schedules: the metrics' workload name,
+// assumption set and flops; the plan summary (GEMMs, grids, predicted
+// cycles, the rerank's finalists); every exchange phase as scheduled into
+// the package's rows (horizon, lower bound, per-tile send and receive
+// windows: phaseWindows); each tile's memory map (memoryMap); what each
+// sampled step is (kernel, phase, provenance: provenance); and each host
+// binding's layout (layoutOf).
+func describe(pkg *ipuexe.Package, pl *low.Plan, addrs []emit.Addresses, scheds []*exchange.Schedule, r Recipe, g *graph.Graph, workload string) error {
+	if len(pkg.Tiles) != len(pl.Programs) || len(scheds) != len(pl.Exchanges) {
+		return fmt.Errorf("BUG: describe: %d tiles and %d schedules for a plan of %d tiles and %d phases",
+			len(pkg.Tiles), len(scheds), len(pl.Programs), len(pl.Exchanges))
 	}
-	if len(pkg.Tiles) != len(pl.Programs) {
-		return nil, fmt.Errorf("profile: package has %d tiles, the plan %d", len(pkg.Tiles), len(pl.Programs))
+	pkg.Run = ipuexe.RunInfo{} // describing twice gives the same package
+	run := &pkg.Run
+	run.Workload = workload
+	run.Assumptions = ipuexe.AssumptionsDefault
+	if r.Conservative() {
+		run.Assumptions = ipuexe.AssumptionsConservative
 	}
-	tg := ipu21.IPU21()
-	b := profile.NewBuilder(workload, pkg.Target, len(pl.Programs), uint64(tg.ClockHz))
+	run.Flops = uint64(max(0, g.GemmFlops()))
+	run.Plan = planSummary(pl)
+	run.Plan.Finalists = finalistsSummary(r.Finalists, len(run.Plan.Gemms))
+
+	for i, s := range scheds {
+		ph := ipuexe.ExchangePhase{ID: uint32(pl.Exchanges[i].ID), Name: pl.Exchanges[i].Name,
+			Horizon: uint64(s.Horizon), Bound: uint64(s.LowerBound), Schedule: "full-duplex"}
+		if s.PairedSends > 0 {
+			ph.Schedule = "paired"
+		}
+		ph.Windows = phaseWindows(s, pl, ph.Horizon)
+		run.Phases = append(run.Phases, ph)
+	}
+
+	maps := map[string]uint32{}
+	for l := range pl.Programs {
+		m := ipuexe.MemoryMap{Ranges: memoryMap(pkg, pl, l, addrs[l])}
+		key := fmt.Sprint(m.Ranges)
+		idx, ok := maps[key]
+		if !ok {
+			run.MemoryMaps = append(run.MemoryMaps, m)
+			idx = uint32(len(run.MemoryMaps))
+			maps[key] = idx
+		}
+		pkg.Tiles[l].MemoryMap = idx
+	}
+
+	logical := map[uint32]int{}
+	for l := range pl.Programs {
+		logical[uint32(pl.Programs[l].Physical)] = l
+	}
+	details := map[ipuexe.StepDetail]uint32{}
+	for i := range pkg.Profile.Tiles {
+		tp := &pkg.Profile.Tiles[i]
+		l, ok := logical[tp.Tile]
+		if !ok {
+			return fmt.Errorf("BUG: describe: profiled tile %d is not in the plan", tp.Tile)
+		}
+		t := &pl.Programs[l]
+		steps := emit.TimedSteps(pl, t)
+		if len(tp.Samples) != len(steps)+1 {
+			return fmt.Errorf("BUG: describe: tile %d has %d samples for %d steps", tp.Tile, len(tp.Samples), len(steps))
+		}
+		prov := provenance(pl, t, steps)
+		for k, st := range steps {
+			d := ipuexe.StepDetail{Kernel: st.Kernel, Phase: int32(st.Phase), Operation: prov[k].op, Value: prov[k].value, Reason: prov[k].reason}
+			idx, ok := details[d]
+			if !ok {
+				run.StepDetails = append(run.StepDetails, d)
+				idx = uint32(len(run.StepDetails))
+				details[d] = idx
+			}
+			tp.Samples[k+1].Detail = idx
+		}
+	}
+
+	for _, list := range []struct {
+		from []low.HostBinding
+		to   []ipuexe.Binding
+	}{{pl.Inputs, pkg.Inputs}, {pl.Weights, pkg.Weights}, {pl.Outputs, pkg.Outputs}} {
+		for i := range list.from {
+			var err error
+			if list.to[i].Layout, err = layoutOf(pl, &list.from[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// phaseWindows is one window per tile with traffic in schedule s, in
+// logical tile order: the span of its sends (first send's first event to
+// the last send's last) with the bytes they carry, and the span of its
+// receive windows (the events its incoming mux is set to a sender) with
+// the bytes received, cycles from the phase start
+// (exchange.Schedule.Windows). A paired send's borrowed partner lane is
+// not a send of the partner: it carries no bytes of the partner's and is
+// left out. Windows are clipped to the horizon (they never exceed it).
+func phaseWindows(s *exchange.Schedule, pl *low.Plan, horizon uint64) []ipuexe.PhaseWindow {
 	logical := map[int]int{}
 	for l := range pl.Programs {
 		logical[pl.Programs[l].Physical] = l
 	}
-	// The time origin: the earliest run.start.
-	var origin uint32
-	first := true
-	for _, tp := range pkg.Profile.Tiles {
-		w := res.Samples[int(tp.Tile)]
-		if len(w) == 0 {
-			continue
-		}
-		if first || int32(w[0]-origin) < 0 {
-			origin, first = w[0], false
-		}
-	}
-	phaseStart := map[int]uint64{}
-	var end uint64
-	for _, tp := range pkg.Profile.Tiles {
-		w := res.Samples[int(tp.Tile)]
-		l, ok := logical[int(tp.Tile)]
-		if !ok || len(w) == 0 {
-			continue
-		}
-		t := &pl.Programs[l]
-		steps := emit.TimedSteps(pl, t)
-		if len(steps) != len(w)-1 {
-			return nil, fmt.Errorf("profile: tile %d has %d samples for %d steps", tp.Tile, len(w), len(steps)+1)
-		}
-		prov := provenance(pl, t, steps)
-		at := uint64(w[0] - origin)
-		for k, st := range steps {
-			e := uint64(w[k+1] - origin)
-			if e < at {
-				return nil, fmt.Errorf("profile: tile %d step %d (%s) ends at %d before it starts at %d", tp.Tile, k, st.Name, e, at)
-			}
-			s := profile.Step{Start: at, End: e, Kernel: st.Kernel, Phase: profile.NoPhase,
-				Operation: prov[k].op, Provenance: profile.Provenance{Value: prov[k].value, Reason: prov[k].reason}}
-			switch st.Kind {
-			case "exchange":
-				s.Kind, s.Phase = profile.Exchange, st.Phase
-				if ps, ok := phaseStart[st.Phase]; !ok || at < ps {
-					phaseStart[st.Phase] = at
-				}
-			case "sync":
-				s.Kind = profile.Sync
-			case "host":
-				s.Kind = profile.Host
-			default:
-				s.Kind = profile.Compute
-			}
-			b.AddStep(l, s)
-			at = e
-		}
-		end = max(end, at)
-	}
-	b.SetCycles(end)
-	b.SetSamples(uint64(res.SampleWords))
-
-	// Exchange phases: horizon and bound from the schedules.
-	addrs, err := emit.PlaceAll(pl)
-	if err != nil {
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	scheds, err := emit.Exchanges(pl, addrs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	for i, s := range scheds {
-		ph := profile.Phase{ID: pl.Exchanges[i].ID, Name: pl.Exchanges[i].Name, Horizon: uint64(s.Horizon), Bound: uint64(s.LowerBound)}
-		switch {
-		case s.PairedSends > 0:
-			ph.Schedule = "paired"
-		default:
-			ph.Schedule = "full-duplex"
-		}
-		// Phases not run in the profiled span (the initialize call's
-		// weights broadcast; phases inside loops sampled as one step) are
-		// left out: they have no start in it.
-		st, ok := phaseStart[ph.ID]
-		if !ok {
-			continue
-		}
-		ph.Start = st
-		if st+ph.Horizon > end { // cannot happen: the row ran within the span
-			ph.Horizon, ph.Bound = end-st, min(ph.Bound, end-st)
-		}
-		ph.Windows = phaseWindows(s, logical, ph.Horizon)
-		b.AddExchangePhase(ph)
-	}
-
-	for l := range pl.Programs {
-		b.SetMemoryMap(l, memoryMap(pkg, pl, l, addrs[l]))
-	}
-	sum := planSummary(pl)
-	if r, err := RecipeOf(pkg); err == nil {
-		// A package without a recipe (not built by ipu build) simply has
-		// no finalists to show.
-		sum.Finalists = finalistsSummary(r.Finalists, len(sum.Gemms))
-	}
-	b.SetPlan(sum)
-	return b.Build()
-}
-
-// phaseWindows is one window per logical tile with traffic in schedule s:
-// the span of its sends (first send's first event to the last send's last)
-// with the bytes they carry, and the span of its receive windows (the
-// events its incoming mux is set to a sender) with the bytes received,
-// cycles from the phase start (exchange.Schedule.Windows). A paired
-// send's borrowed partner lane is not a send of the partner: it carries
-// no bytes of the partner's and is left out. Windows are clipped to the
-// horizon (they never exceed it).
-func phaseWindows(s *exchange.Schedule, logical map[int]int, horizon uint64) []profile.Window {
-	byTile := map[int]*profile.Window{}
+	byTile := map[int]*ipuexe.PhaseWindow{}
 	var tiles []int
 	clip := func(c int) uint32 { return uint32(min(uint64(max(0, c)), horizon)) }
 	for _, u := range s.Windows() {
@@ -163,7 +132,7 @@ func phaseWindows(s *exchange.Schedule, logical map[int]int, horizon uint64) []p
 		}
 		w := byTile[l]
 		if w == nil {
-			w = &profile.Window{Tile: l}
+			w = &ipuexe.PhaseWindow{Tile: uint32(u.Tile)}
 			byTile[l] = w
 			tiles = append(tiles, l)
 		}
@@ -184,7 +153,7 @@ func phaseWindows(s *exchange.Schedule, logical map[int]int, horizon uint64) []p
 		}
 	}
 	sort.Ints(tiles)
-	out := make([]profile.Window, len(tiles))
+	out := make([]ipuexe.PhaseWindow, len(tiles))
 	for i, l := range tiles {
 		out[i] = *byTile[l]
 	}
@@ -323,8 +292,8 @@ func argBuf(op *low.Op, reg string) string {
 // memoryMap is tile l's memory map: code, host window, exchange rows,
 // runtime state, the placed buffers by kind and the free ranges of the
 // data regions.
-func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []profile.Segment {
-	var segs []profile.Segment
+func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []ipuexe.MemoryRange {
+	var segs []ipuexe.MemoryRange
 	var codeEnd uint32
 	var rows uint32
 	for _, s := range pkg.Tiles[l].Segments {
@@ -336,35 +305,35 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []pro
 		}
 	}
 	if codeEnd > place.CodeBase {
-		segs = append(segs, profile.Segment{Kind: profile.Code, Address: place.CodeBase, Size: codeEnd - place.CodeBase, Name: "runtime and kernels"})
+		segs = append(segs, ipuexe.MemoryRange{Kind: "code", Address: place.CodeBase, Size: codeEnd - place.CodeBase, Name: "runtime and kernels"})
 	}
-	segs = append(segs, profile.Segment{Kind: profile.Activations, Address: ipu21.HostApertureBase,
+	segs = append(segs, ipuexe.MemoryRange{Kind: "activations", Address: ipu21.HostApertureBase,
 		Size: ipu21.HostWriteEnd - ipu21.HostApertureBase, Name: "host write window"})
 	if rows > 0 {
-		segs = append(segs, profile.Segment{Kind: profile.ExchangeRows, Address: place.RowBase, Size: rows, Name: "exchange rows"})
+		segs = append(segs, ipuexe.MemoryRange{Kind: "exchange-rows", Address: place.RowBase, Size: rows, Name: "exchange rows"})
 	}
-	segs = append(segs, profile.Segment{Kind: profile.Code, Address: ipu21.RuntimeStateBase,
+	segs = append(segs, ipuexe.MemoryRange{Kind: "code", Address: ipu21.RuntimeStateBase,
 		Size: ipu21.RuntimeStateEnd - ipu21.RuntimeStateBase, Name: "runtime state (samples, row table, loops, worker areas)"})
 	t := &pl.Programs[l]
 	bufs := append([]low.Buffer(nil), t.Buffers...)
 	bufs = append(bufs, low.Buffer{Name: emit.SampleBuf, Bytes: 4 * emit.SampleWords(pl, t)})
-	var data []profile.Segment
+	var data []ipuexe.MemoryRange
 	for _, bf := range bufs {
 		addr, ok := a[bf.Name]
 		if !ok {
 			continue
 		}
-		s := profile.Segment{Address: addr, Size: uint32(bf.Bytes), Name: bf.Name}
+		s := ipuexe.MemoryRange{Address: addr, Size: uint32(bf.Bytes), Name: bf.Name}
 		mid := pl.Mid != nil && len(bf.Name) > 1
 		switch {
 		case bf.Name == "w" || bf.Name == "ws" || bf.Name == "wst" || bf.Name == "bias", mid && bf.Name[0] == 'W':
-			s.Kind = profile.Weights
+			s.Kind = "weights"
 		case bf.Name == "red", mid && bf.Name[0] == 'R':
-			s.Kind = profile.Partials
+			s.Kind = "partials"
 		case bf.Name == emit.SampleBuf:
-			s.Kind, s.Name = profile.Code, "profile samples"
+			s.Kind, s.Name = "code", "profile samples"
 		default:
-			s.Kind = profile.Activations
+			s.Kind = "activations"
 		}
 		data = append(data, s)
 	}
@@ -377,7 +346,7 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []pro
 			m := &merged[n-1]
 			m.Name += "/" + s.Name
 			if m.Kind != s.Kind {
-				m.Kind = profile.Activations
+				m.Kind = "activations"
 			}
 			m.Size = max(m.Size, s.Address+s.Size-m.Address)
 			continue
@@ -393,32 +362,32 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []pro
 				continue
 			}
 			if s.Address > at {
-				segs = append(segs, profile.Segment{Kind: profile.Free, Address: at, Size: s.Address - at, Name: "free"})
+				segs = append(segs, ipuexe.MemoryRange{Kind: "free", Address: at, Size: s.Address - at, Name: "free"})
 			}
 			at = max(at, s.Address+s.Size)
 		}
 		if at < r[1] {
-			segs = append(segs, profile.Segment{Kind: profile.Free, Address: at, Size: r[1] - at, Name: "free"})
+			segs = append(segs, ipuexe.MemoryRange{Kind: "free", Address: at, Size: r[1] - at, Name: "free"})
 		}
 	}
 	return append(segs, data...)
 }
 
 // planSummary is the plan's GEMMs, grid and predicted cycles.
-func planSummary(pl *low.Plan) profile.Plan {
+func planSummary(pl *low.Plan) ipuexe.PlanSummary {
 	p, g := pl.Problem, &pl.Grid
-	sum := profile.Plan{PredictedCycles: uint64(max(0, pl.Estimate.Total))}
+	sum := ipuexe.PlanSummary{PredictedCycles: uint64(max(0, pl.Estimate.Total))}
 	if pl.Mid != nil {
 		for _, gp := range pl.Mid.Gemms {
-			sum.Gemms = append(sum.Gemms, profile.Gemm{Name: gp.Node.Name, M: gp.M, K: gp.K, N: gp.N,
-				Grid:  profile.Grid{Rows: gp.Rows.Count, Cols: gp.Cols.Count, Inner: gp.Inner.Count},
-				Tiles: gp.ActiveTiles(), Kernel: gp.Kernel})
+			sum.Gemms = append(sum.Gemms, planGemm(gp.Node.Name, gp.M, gp.K, gp.N,
+				planGrid(gp.Rows.Count, gp.Cols.Count, gp.Inner.Count),
+				gp.ActiveTiles(), gp.Kernel))
 		}
 		return sum
 	}
 	if p.Kind != low.KindMLP {
-		sum.Gemms = append(sum.Gemms, profile.Gemm{Name: p.Output, M: p.M, K: p.K, N: p.N,
-			Grid: profile.Grid{Rows: g.R, Cols: g.C, Inner: 1}, Tiles: g.R * g.C, Kernel: kernels.GemmF16For(pl.Conservative)})
+		sum.Gemms = append(sum.Gemms, planGemm(p.Output, p.M, p.K, p.N,
+			planGrid(g.R, g.C, 1), g.R*g.C, kernels.GemmF16For(pl.Conservative)))
 		return sum
 	}
 	for b, blk := range p.Blocks {
@@ -428,8 +397,8 @@ func planSummary(pl *low.Plan) profile.Plan {
 		}
 		fc2 := strings.TrimSuffix(name, "fc1") + "fc2"
 		sum.Gemms = append(sum.Gemms,
-			profile.Gemm{Name: name, M: p.M, K: p.K, N: p.N, Grid: profile.Grid{Rows: g.R, Cols: g.C, Inner: 1}, Tiles: g.R * g.C, Kernel: kernels.GemmF16For(pl.Conservative)},
-			profile.Gemm{Name: fc2, M: p.M, K: p.N, N: p.K, Grid: profile.Grid{Rows: g.R, Cols: 1, Inner: g.C}, Tiles: g.R * g.C, Kernel: kernels.GemmF16For(pl.Conservative)})
+			planGemm(name, p.M, p.K, p.N, planGrid(g.R, g.C, 1), g.R*g.C, kernels.GemmF16For(pl.Conservative)),
+			planGemm(fc2, p.M, p.N, p.K, planGrid(g.R, 1, g.C), g.R*g.C, kernels.GemmF16For(pl.Conservative)))
 	}
 	return sum
 }
@@ -438,24 +407,32 @@ func planSummary(pl *low.Plan) profile.Plan {
 // plan's GEMMs have their own grids; every GEMM of a v0 plan runs on the
 // plan's R x C grid (an MLP's second GEMM as R row blocks with a C-way
 // K split).
-func finalistsSummary(fins []Finalist, gemms int) []profile.Finalist {
-	out := make([]profile.Finalist, 0, len(fins))
+func finalistsSummary(fins []Finalist, gemms int) []ipuexe.PlanFinalist {
+	out := make([]ipuexe.PlanFinalist, 0, len(fins))
 	for _, f := range fins {
-		grids := make([]profile.Grid, gemms)
+		grids := make([]ipuexe.PlanGrid, gemms)
 		for i := range grids {
 			switch {
 			case f.Plan.Mid != nil && i < len(f.Plan.Mid):
 				m := f.Plan.Mid[i]
-				grids[i] = profile.Grid{Rows: m.Rows, Cols: m.Cols, Inner: m.Inner}
+				grids[i] = planGrid(m.Rows, m.Cols, m.Inner)
 			case f.Plan.Mid != nil:
 			case gemms > 1 && i%2 == 1:
-				grids[i] = profile.Grid{Rows: f.Plan.R, Cols: 1, Inner: f.Plan.C}
+				grids[i] = planGrid(f.Plan.R, 1, f.Plan.C)
 			default:
-				grids[i] = profile.Grid{Rows: f.Plan.R, Cols: f.Plan.C, Inner: 1}
+				grids[i] = planGrid(f.Plan.R, f.Plan.C, 1)
 			}
 		}
-		out = append(out, profile.Finalist{Rank: f.Rank, MidCycles: uint64(max(0, f.MidCycles)),
+		out = append(out, ipuexe.PlanFinalist{Rank: uint32(max(0, f.Rank)), MidCycles: uint64(max(0, f.MidCycles)),
 			LowCycles: uint64(max(0, f.LowCycles)), Grids: grids, Chosen: f.Chosen})
 	}
 	return out
+}
+
+func planGrid(rows, cols, inner int) ipuexe.PlanGrid {
+	return ipuexe.PlanGrid{Rows: uint32(rows), Cols: uint32(cols), Inner: uint32(inner)}
+}
+
+func planGemm(name string, m, k, n int, g ipuexe.PlanGrid, tiles int, kernel string) ipuexe.PlanGemm {
+	return ipuexe.PlanGemm{Name: name, M: uint32(m), K: uint32(k), N: uint32(n), Grid: g, Tiles: uint32(tiles), Kernel: kernel}
 }
