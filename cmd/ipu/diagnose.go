@@ -98,6 +98,6 @@ lines, then a count) and exits 1.`,
 	cmd.Flags().IntVar(&tiles, "tiles", ipu21.Tiles, "number of tiles (logical 0..N-1)")
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
-	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600")
+	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600 and c600-model (the model has a stand-in of its own)")
 	return cmd
 }

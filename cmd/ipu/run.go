@@ -59,6 +59,7 @@ lists them).`,
 				var changed []string
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch {
+					case cmd.InheritedFlags().Lookup(f.Name) != nil: // global flags (--log-level ...)
 					case slices.Contains([]string{"json", "device", "lock-wait", "no-kernel-cache", "profile", "conservative", "isa", "isa-permute", "bootloader"}, f.Name),
 						slices.Contains(ud.names(), f.Name):
 					default:
@@ -140,7 +141,7 @@ lists them).`,
 	cmd.Flags().StringVar(&dev, "device", device.DefaultName, "device backend")
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for the device lock")
 	ud.register(cmd.Flags())
-	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600")
+	cmd.Flags().StringVar(&bootPath, "bootloader", "", "the SDK's tile bootloader ELF (bin/ipu/tile_bootloader_cc_ipu21.elf), for --device c600 and c600-model (the model has a stand-in of its own)")
 	cmd.Flags().StringVar(&profPath, "profile", "", "write the run profile to this file (adds profile= and samples= to the metrics)")
 	return cmd
 }

@@ -97,6 +97,10 @@ func TestBuildThenRunFileJSON(t *testing.T) {
 	if code, _, errs := ipu(t, "run", pkg, "--tiles", "4"); code == 0 || !strings.Contains(errs, "a package file carries its own workload") {
 		t.Errorf("run FILE --tiles: exit %d, %s", code, errs)
 	}
+	// Global flags do: they are not build flags.
+	if code, _, errs := ipu(t, "run", pkg, "--log-level", "warn"); code != 0 || strings.Contains(errs, "level=INFO") {
+		t.Errorf("run FILE --log-level warn: exit %d, %s", code, errs)
+	}
 }
 
 func TestBuildRunBadFlags(t *testing.T) {
