@@ -41,6 +41,8 @@ func regKind(file string, count int, inc bool) (isa.Kind, bool) {
 		return isa.KindAPair, true
 	case file == "a" && !inc && count == 4:
 		return isa.KindAQuad, true
+	case file == "a" && !inc && count == 3:
+		return isa.KindATriple, true
 	}
 	return 0, false
 }
@@ -86,6 +88,14 @@ func kindDesc(k isa.Kind) string {
 		return "a post-incremented $m register ($mN+=)"
 	case isa.KindMPairInc:
 		return "a post-incremented $m register pair ($mN:N+1+=)"
+	case isa.KindMRegPostInc:
+		return "a post-incremented pointer register ($mN++)"
+	case isa.KindMRegDelta:
+		return "a delta register ($mN@)"
+	case isa.KindMRegShr:
+		return "a mini-delta register ($mN>>)"
+	case isa.KindATriple:
+		return "the upper three registers of an $a quad ($aN+1:N+3)"
 	case isa.KindCSR:
 		return "a control register ($NAME or number)"
 	case isa.KindABcast, isa.KindABcastLo, isa.KindABcastHi:
@@ -118,21 +128,39 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 				ranged = true
 			}
 			inc := false
-			if len(rest) > 0 && rest[0].punct("+=") {
+			var post isa.Kind // $mN++, $mN@, $mN>> (the delta loads)
+			switch {
+			case len(rest) > 0 && rest[0].punct("+="):
 				inc = true
 				rest = rest[1:]
+			case len(rest) > 1 && rest[0].punct("+") && rest[1].punct("+") && !rest[1].space:
+				post, rest = isa.KindMRegPostInc, rest[2:]
+			case len(rest) > 0 && rest[0].punct("@"):
+				post, rest = isa.KindMRegDelta, rest[1:]
+			case len(rest) > 0 && rest[0].punct(">>"):
+				post, rest = isa.KindMRegShr, rest[1:]
 			}
 			if len(rest) > 0 {
 				a.errorf(rest[0].pos, "%s: unexpected %q after %s", mn.text, rest[0].text, t.text)
 				return nil, false
 			}
-			if k, n, ok := parseBcast(name); ok && !inc {
+			if k, n, ok := parseBcast(name); ok && !inc && post == 0 {
 				op.reg, op.kind, op.num, op.known = true, k, int64(n), true
 				ops = append(ops, op)
 				continue
 			}
 			if file, first, count, ok := isa.ParseRegister(name); ok {
 				k, ok := regKind(file, count, inc)
+				if post != 0 && (file != "m" || count != 1 || ranged) {
+					a.errorf(t.pos, "%s: %s: only a single $m register takes the %s suffix", mn.text, op.text, post.RegSuffix())
+					return nil, false
+				}
+				if post != 0 {
+					k, ok = post, true
+				}
+				if k == isa.KindATriple && first%4 != 1 {
+					ok = false // only $aN+1:N+3 of a quad is a group
+				}
 				if !ok {
 					a.errorf(t.pos, "%s: %s is not a register, register pair or quad the machine has", mn.text, op.text)
 					return nil, false

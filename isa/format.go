@@ -83,8 +83,8 @@ func RegisterName(k Kind, n int64) string {
 			s = fmt.Sprintf("$%s%d:%d", file, n, n+int64(k.RegCount())-1)
 		}
 	}
-	if k == KindMRegInc || k == KindMPairInc {
-		s += "+="
+	if suf := k.RegSuffix(); suf != "" {
+		s += suf
 	}
 	if suf := k.BcastSuffix(); suf != "" {
 		s = fmt.Sprintf("$a%d%s", n, suf) // $a15:B, not $azero:B

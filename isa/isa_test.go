@@ -247,8 +247,13 @@ func assemble(ctx Context, text string, coissue bool) ([]uint32, error) {
 		switch {
 		case strings.HasPrefix(s, "$"):
 			name := strings.TrimPrefix(s, "$")
-			inc := strings.HasSuffix(name, "+=")
-			name = strings.TrimSuffix(name, "+=")
+			var suffix Kind
+			for _, k := range []Kind{KindMRegInc, KindMRegPostInc, KindMRegDelta, KindMRegShr} {
+				if strings.HasSuffix(name, k.RegSuffix()) {
+					suffix, name = k, strings.TrimSuffix(name, k.RegSuffix())
+					break
+				}
+			}
 			if lo, sel, ok := strings.Cut(name, ":"); ok && (sel == "B" || sel == "BL" || sel == "BU") {
 				_, first, _, _ := ParseRegister(lo)
 				kinds[i].Kind, vals[i] = map[string]Kind{"B": KindABcast, "BL": KindABcastLo, "BU": KindABcastHi}[sel], int64(first)
@@ -259,9 +264,12 @@ func assemble(ctx Context, text string, coissue bool) ([]uint32, error) {
 				kinds[i].Kind, csrNames[i] = KindCSR, name
 				continue
 			}
-			k := map[string]Kind{"m1": KindMReg, "m2": KindMPair, "a1": KindAReg, "a2": KindAPair, "a4": KindAQuad}[file+strconv.Itoa(count)]
-			if inc {
+			k := map[string]Kind{"m1": KindMReg, "m2": KindMPair, "a1": KindAReg, "a2": KindAPair, "a3": KindATriple, "a4": KindAQuad}[file+strconv.Itoa(count)]
+			switch {
+			case suffix == KindMRegInc:
 				k = map[Kind]Kind{KindMReg: KindMRegInc, KindMPair: KindMPairInc}[k]
+			case suffix != 0 && k == KindMReg:
+				k = suffix
 			}
 			kinds[i].Kind, vals[i] = k, int64(first)
 		default:

@@ -54,6 +54,28 @@ func MPInc(name string, lo uint8) Operand {
 	return Operand{Name: name, Kind: KindMPairInc, Fields: []Field{f(lo+1, 3)}, Shift: 1}
 }
 
+// MPost, MDelta and MShr are the $m operands of the delta loads: a full
+// pointer post-incremented by the access ($mN++), a delta register the
+// row also writes ($mN@) and a mini-delta register shifted after use
+// ($mN>>), each a nibble at lo.
+func MPost(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindMRegPostInc, Fields: []Field{f(lo, 4)}}
+}
+
+func MDelta(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindMRegDelta, Fields: []Field{f(lo, 4)}}
+}
+
+func MShr(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindMRegShr, Fields: []Field{f(lo, 4)}}
+}
+
+// ATri is the upper three registers of an $a quad ($a1:3 .. $a13:15), the
+// quad's number in bits lo+3..lo+2 as AQ.
+func ATri(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindATriple, Fields: []Field{f(lo+2, 2)}, Shift: 2, Offset: 1}
+}
+
 // CSR is a control/status register number of a space.
 func CSR(name string, lo, width uint8, space CSRSpace) Operand {
 	return Operand{Name: name, Kind: KindCSR, Fields: []Field{f(lo, width)}, CSR: space, Hex: true}
