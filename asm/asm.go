@@ -672,9 +672,15 @@ func (a *assembler) dot() expr {
 
 // set implements .set/.equ and NAME = expr.
 func (a *assembler) set(name token, ts []token, at token) {
-	if name.kind != tIdent || strings.HasPrefix(name.text, "$") || name.text == "." {
+	if name.kind != tIdent || name.text == "$" || name.text == "." {
 		a.errorf(name.pos, "expected a symbol name, found %q", name.text)
 		return
+	}
+	if strings.HasPrefix(name.text, "$") {
+		if why := dollarNameClash(name.text); why != "" {
+			a.errorf(name.pos, "%s is %s, not a symbol name", name.text, why)
+			return
+		}
 	}
 	e, err := parseExpr(ts, a, false, endPos(at, ts))
 	if err != nil {

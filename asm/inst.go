@@ -118,7 +118,7 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 		}
 		op := &operand{pos: part[0].pos, text: joinTokens(part)}
 		t := part[0]
-		if t.kind == tIdent && strings.HasPrefix(t.text, "$") {
+		if t.kind == tIdent && strings.HasPrefix(t.text, "$") && !a.dollarSymbol(t.text) {
 			name := t.text[1:]
 			rest := part[1:]
 			ranged := false
@@ -449,6 +449,7 @@ type fixup struct {
 	// data fixups
 	size int
 	e    expr
+	rel  isa.Reloc // a symbol variant's relocation (RelocNone: the plain one)
 	// instruction fixups
 	inst    *pending
 	coissue bool
@@ -679,7 +680,7 @@ func (a *assembler) finish() {
 				a.exprErr(err, f.pos)
 				continue
 			}
-			a.putData(f.sec, f.off, f.size, v, f.pos)
+			a.putData(f.sec, f.off, f.size, v, f.pos, f.rel)
 			continue
 		}
 		pi := f.inst
@@ -740,4 +741,11 @@ func textValue(o *isa.Operand, v int64) int64 {
 		v += 1 << 32
 	}
 	return o.TextValue(v)
+}
+
+// dollarSymbol reports whether name ($NAME) is a symbol a .set defined
+// (setName) rather than a register or control register.
+func (a *assembler) dollarSymbol(name string) bool {
+	s := a.syms[name]
+	return s != nil && s.kind != symUndef
 }
