@@ -353,12 +353,17 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 	}
 	v := op.num
 	if !op.reg {
-		v = o.TextValue(op.v.off)
+		v = textValue(o, op.v.off)
 	}
 	if op.csr != "" {
 		v, _ = o.CSRNumber(ctx, op.csr)
 	}
 	err := o.Check(v)
+	if o.Reloc == isa.RelocRun && !op.reg {
+		lo, hi := o.Range()
+		return nil, op, fmt.Sprintf("%s: operand %d: %s is neither a vertex offset in words [0, %d] nor a region-0 address [0x%x, 0x%x]",
+			mn, bestBad+1, op.text, (hi-lo)>>o.Shift, lo, hi)
+	}
 	if op.reg {
 		return nil, op, fmt.Sprintf("%s: operand %d: %s is not aligned to a group of %d registers", mn, bestBad+1, op.text, int64(1)<<o.Shift)
 	}
@@ -736,9 +741,18 @@ func zeroForM(k isa.Kind, op *operand) bool {
 // `or $m, $m, 0xfff00000`) takes a negative 32-bit value as the same word:
 // poplibs writes `or $SCRATCH, $mzero, DELTAN_OFFSET_MASK_COMPL` with the
 // mask a complement (~0xffffff = -16777216, i.e. 0xff000000).
+//
+// And `run`'s vertex operand, which ipustack writes as the region-0 address
+// (0x4C000 up), also takes the hover text's and LLVM's zimm16 (the stored
+// field: poplibs writes `run $mworker_entry0, $mregion_base, 0`): a
+// literal below the region-0 base is that field. The two ranges do not
+// overlap, so either reading gives the same word.
 func textValue(o *isa.Operand, v int64) int64 {
 	if _, hi := o.Range(); !o.Signed && hi >= 1<<31 && hi < 1<<32 && v < 0 && v >= -(1<<31) {
 		v += 1 << 32
+	}
+	if o.Reloc == isa.RelocRun && !o.RawText && v >= 0 && v < o.Offset {
+		return v<<o.Shift + o.Offset
 	}
 	return o.TextValue(v)
 }
