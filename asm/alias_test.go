@@ -154,6 +154,9 @@ func TestStepRegisterStride(t *testing.T) {
 func TestBroadcastOperands(t *testing.T) {
 	sameWords(t, "bcast", ".worker\nf32v2mul $a0:1, $a4:B, $a6:7\nf16v2add $a2, $a8:BL, $a9\nf16v4mul $a2:3, $a5:BU, $a6:7",
 		".worker\nf32v2mul.b $a0:1, $a4:B, $a6:7\nf16v2add.bl $a2, $a8:BL, $a9\nf16v4mul.bu $a2:3, $a5:BU, $a6:7")
+	// The poplibs-only selector forms (rows that assemble but do not execute).
+	sameWords(t, "poplibs bcast", ".worker\nf16v4mul $a2:3, $a0:B, $a4:5\nf32v2mul $a0:1, $a4:BL, $a0:1",
+		".worker\nf16v4mul.b $a2:3, $a0:B, $a4:5\nf32v2mul.bl $a0:1, $a4:BL, $a0:1")
 	if _, err := Assemble("t.S", []byte(".worker\nf32add $a0, $a1:B, $a2\n"), Options{}); err == nil || !strings.Contains(err.Error(), "t.S:2:13: f32add: operand 2: expected an $a register, found $a1:B") {
 		t.Errorf("broadcast where none is taken: %v", err)
 	}

@@ -333,5 +333,13 @@ func bcastRows() []Inst {
 			"two f32 lanes, a one f32 register in both lanes: "+what(o.name, o.doc, true)))
 		sub++
 	}
+	// Selector forms poplibs writes that the hover text does not list
+	// (poplin OuterProduct.S `f16v4mul $PRODUCT_PAIR, $INVAL:B,
+	// $WEIGHT_PAIR`, poprand TruncatedNormal.S `f32v2mul $randOut,
+	// $scaleOut:BL, $randOut`): they assemble, 0x58 sub 0x93, 0x94; what
+	// :B means on f16 lanes and :BL on f32 lanes the public text does not say.
+	out = append(out,
+		aux3("f16v4mul", "b", 0x93, AP, ABc(KindABcast), AP, "four f16 lanes times a 32-bit broadcast source."+ne+" (what :B selects for f16 lanes)"),
+		aux3("f32v2mul", "bl", 0x94, AP, ABc(KindABcastLo), AP, "two f32 lanes times a low-half broadcast source."+ne+" (what :BL selects for f32 lanes)"))
 	return out
 }
