@@ -53,3 +53,34 @@ func TestDeltaOperandErrors(t *testing.T) {
 		}
 	}
 }
+
+// Which suffix each operand takes, as the public LLVM Colossus MC test
+// post_modify_asm_operand.s states it: the right one assembles, a missing,
+// wrong or stray one is an error.
+func TestPostModifySuffixes(t *testing.T) {
+	for _, src := range []string{
+		"ldd16b16 $a0, $m0++, $m0, $m1@",
+		"ldb16b16 $a0:1, $m0, $m0++, $m0>>",
+		"ldd16v2a32 $a0, $m0++, $m0, $m0@",
+		"ld2x64pace $a0:1, $a2:3, $m0:1+=, $m15, 0x00",
+		"ld32step $a0, $mzero, $m0+=, 1",
+	} {
+		if _, err := Assemble("t.S", []byte(".worker\n"+src), Options{}); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+	for _, src := range []string{
+		"ldd16b16 $a0, $m0, $m0, $m0", "ldb16b16 $a0:1, $m0, $m0, $m0", "ldd16v2a32 $a0, $m0, $m0, $m0",
+		"ld2x64pace $a0:1, $a2:3, $m0:1, $m15, 0",
+		"setzi $m0++, 1", "setzi $m0+=, 1", "setzi $m0@, 1", "setzi $m0>>, 1",
+		"ld32step $a0, $mzero, $m0++, 1", "ld32step $a0, $mzero, $m0>>, 1", "ld32step $a0, $mzero, $m0@, 1",
+		"ldd16b16 $a0, $m0+=, $m0, $m1@", "ldd16b16 $a0, $m0>>, $m0, $m1@", "ldd16b16 $a0, $m0@, $m0, $m1@",
+		"ldb16b16 $a0:1, $m0, $m0++, $m0++", "ldb16b16 $a0:1, $m0, $m0++, $m0+=", "ldb16b16 $a0:1, $m0, $m0++, $m0@",
+		"ldd16v2a32 $a0, $m0++, $m0, $m0++", "ldd16v2a32 $a0, $m0++, $m0, $m0+=", "ldd16v2a32 $a0, $m0++, $m0, $m0>>",
+		"setzi $m0?, 1", "setzi $m0<<, 1", "setzi $m0>=, 1",
+	} {
+		if _, err := Assemble("t.S", []byte(".worker\n"+src), Options{}); err == nil {
+			t.Errorf("%q: assembled, want an error", src)
+		}
+	}
+}
