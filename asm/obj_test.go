@@ -255,6 +255,7 @@ func TestLimits(t *testing.T) {
 		"#define A A A\n#define B A B A\nB",                       // self-referencing C macros
 		"#define X(a) X(a a)\nX(1)",                               // growing C macro
 		".macro A x\nA \\x\\x\\x\\x\n.endm\nA 1",                  // growing arguments
+		".macro M a\nM\x18\\a\\a\\()\n.endm\nM A\xa9\xb8",         // growing re-lexed names (FuzzMacro 9fa17545f4ad942b)
 		".space 0x7fffffff",                                       // huge output
 		"#define F(x) F(x) F(x)\nF(F(F(F(F(F(F(F(F(F(1))))))))))", // argument pre-expansion
 	} {
