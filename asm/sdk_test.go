@@ -43,14 +43,15 @@ func TestStandInSLICModes(t *testing.T) {
 .worker
   f16v4hihoslic $a0, $a2:3, $a4, TSLIC_F16V4_1x4_W1
   f16v4istacc $a0:1, $a2:3, $a4:5, TISTACC_P1
+  f16v4stacc $a6:7, TSTACC_P1
 `
 	obj, err := Assemble("slic.S", []byte(src), Options{IncludeDirs: []string{"../sdk/include"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := words(findSection(obj, ".text.slic"))
-	want := []uint32{enc(t, "f16v4hihoslic", false, 0, 2, 4, 1), enc(t, "f16v4istacc", false, 0, 2, 4, 1)}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	want := []uint32{enc(t, "f16v4hihoslic", false, 0, 2, 4, 1), enc(t, "f16v4istacc", false, 0, 2, 4, 1), enc(t, "f16v4stacc", false, 6, 1)}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("words %08x, want %08x", got, want)
 	}
 }
