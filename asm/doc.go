@@ -93,7 +93,7 @@
 // An instruction is `mnemonic op, op, ...`, or `mnemonic.variant ...` to
 // force one isa row. Operands are registers ($m0..$m15, $a0..$a15 and the
 // aliases isa.ParseRegister knows: $mzero $azero $lr $fp $sp $mworker_base
-// $mvertex_base $azeros $aqzero), register groups ($a0:1, $a4:7, $m2:3),
+// $mvertex_base $azeros $aqzero $ap0..$ap15), register groups ($a0:1, $a4:7, $m2:3),
 // post-incremented registers ($m3+=, $m2:3+=), the delta loads' forms
 // ($m1++ a post-incremented pointer, $m3@ a delta register the load also
 // writes, $m5>> a mini-delta, $a5:7 the upper three registers of a quad),

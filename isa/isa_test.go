@@ -427,3 +427,24 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// Register names, including LLVM's pair aliases $apN (MC test reg-pairs.s:
+// $ap0..$ap6 are the pairs, $ap7..$ap15 all encode pair 7, the zero pair).
+func TestParseRegisterNames(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		file         string
+		first, count int
+		ok           bool
+	}{
+		{"m3", "m", 3, 1, true}, {"a4:5", "a", 4, 2, true}, {"a0:3", "a", 0, 4, true}, {"mzero", "m", 15, 1, true},
+		{"ap0", "a", 0, 2, true}, {"ap3", "a", 6, 2, true}, {"AP6", "a", 12, 2, true}, {"ap7", "a", 14, 2, true},
+		{"ap8", "a", 14, 2, true}, {"ap15", "a", 14, 2, true},
+		{"ap16", "", 0, 0, false}, {"ap01", "", 0, 0, false}, {"ap", "", 0, 0, false}, {"ap1:2", "", 0, 0, false},
+	} {
+		file, first, count, ok := ParseRegister(c.name)
+		if file != c.file || first != c.first || count != c.count || ok != c.ok {
+			t.Errorf("%s: %q %d %d %v, want %q %d %d %v", c.name, file, first, count, ok, c.file, c.first, c.count, c.ok)
+		}
+	}
+}
