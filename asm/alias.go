@@ -86,7 +86,12 @@ func (a *assembler) alias(mn token, args []token) bool {
 	name := strings.ToLower(mn.text)
 	parts := splitCommas(args)
 	cls := make([]opClass, len(parts))
+	empty := false
 	for i, part := range parts {
+		if len(part) == 0 {
+			empty = true
+			continue
+		}
 		cls[i] = classify(part)
 	}
 	p := mn.pos
@@ -96,6 +101,9 @@ func (a *assembler) alias(mn token, args []token) bool {
 	if base, ok := suffixAliases[name]; ok {
 		emit(base, args)
 		return true
+	}
+	if empty {
+		return false // the row match reports the empty operand
 	}
 	switch {
 	case name == "zero" && len(parts) == 1:

@@ -132,6 +132,18 @@ func TestRunSymbolIsRelocation(t *testing.T) {
 	}
 }
 
+// run's vertex operand as a literal: the hover text's zimm16 (words from
+// the region-0 base, as poplibs writes `run $m, $m, 0`) or ipustack's
+// region-0 address; the same word either way.
+func TestRunVertexOffset(t *testing.T) {
+	sameWords(t, "run zimm16", ".supervisor\nrun $m1, $m2, 0\nrun $m1, $m2, 4\nrun $m1, $m2, 65535",
+		".supervisor\nrun $m1, $m2, 0x4c000\nrun $m1, $m2, 0x4c010\nrun $m1, $m2, 0x8bffc")
+	_, err := Assemble("t.S", []byte(".supervisor\nrun $m1, $m2, 70000"), Options{})
+	if want := "t.S:2:15: run: operand 3: 70000 is neither a vertex offset in words [0, 65535] nor a region-0 address [0x4c000, 0x8bffc]"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
 // The register-stride forms of ld*step/st*step.
 func TestStepRegisterStride(t *testing.T) {
 	sameWords(t, "step reg", ".worker\nld64step $a0:1, $mzero, $m1+=, $m3\nst64step $a2:3, $m4, $m1+=, $m3\nld32step $a0, $mzero, $m1+=, $m2\nst32step $a7, $mzero, $m1+=, $m2\nld32step $m0, $mzero, $m1+=, $m2",
@@ -142,6 +154,9 @@ func TestStepRegisterStride(t *testing.T) {
 func TestBroadcastOperands(t *testing.T) {
 	sameWords(t, "bcast", ".worker\nf32v2mul $a0:1, $a4:B, $a6:7\nf16v2add $a2, $a8:BL, $a9\nf16v4mul $a2:3, $a5:BU, $a6:7",
 		".worker\nf32v2mul.b $a0:1, $a4:B, $a6:7\nf16v2add.bl $a2, $a8:BL, $a9\nf16v4mul.bu $a2:3, $a5:BU, $a6:7")
+	// The poplibs-only selector forms (rows that assemble but do not execute).
+	sameWords(t, "poplibs bcast", ".worker\nf16v4mul $a2:3, $a0:B, $a4:5\nf32v2mul $a0:1, $a4:BL, $a0:1",
+		".worker\nf16v4mul.b $a2:3, $a0:B, $a4:5\nf32v2mul.bl $a0:1, $a4:BL, $a0:1")
 	if _, err := Assemble("t.S", []byte(".worker\nf32add $a0, $a1:B, $a2\n"), Options{}); err == nil || !strings.Contains(err.Error(), "t.S:2:13: f32add: operand 2: expected an $a register, found $a1:B") {
 		t.Errorf("broadcast where none is taken: %v", err)
 	}

@@ -32,6 +32,9 @@ const (
 	maxReptCount   = 1 << 20
 	maxOutputBytes = 64 << 20 // all sections together
 	maxSubstBytes  = 16 << 20 // text produced by macro argument substitution
+	// Tokens re-lexed from substituted names (`\a\a\()`): each costs a
+	// token, whatever its text, so they are limited as well as the bytes.
+	maxSubstTokens = 1 << 20
 )
 
 // catchPanics turns an internal panic into an error. Tests switch it off so
@@ -219,6 +222,7 @@ type assembler struct {
 	expanded   int
 	stmts      int
 	substBytes int
+	substToks  int
 	total      int64
 	abort      bool
 	note       string // "in macro X called at ..." for errors inside expansions
@@ -672,9 +676,15 @@ func (a *assembler) dot() expr {
 
 // set implements .set/.equ and NAME = expr.
 func (a *assembler) set(name token, ts []token, at token) {
-	if name.kind != tIdent || strings.HasPrefix(name.text, "$") || name.text == "." {
+	if name.kind != tIdent || name.text == "$" || name.text == "." {
 		a.errorf(name.pos, "expected a symbol name, found %q", name.text)
 		return
+	}
+	if strings.HasPrefix(name.text, "$") {
+		if why := dollarNameClash(name.text); why != "" {
+			a.errorf(name.pos, "%s is %s, not a symbol name", name.text, why)
+			return
+		}
 	}
 	e, err := parseExpr(ts, a, false, endPos(at, ts))
 	if err != nil {

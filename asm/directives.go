@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/bits"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -123,7 +124,7 @@ func (a *assembler) directive(d token, args []token) {
 			a.errorf(d.pos, "%s: expected `%s name, expression`", name, name)
 			return
 		}
-		t, ok := a.symName(d, parts[0])
+		t, ok := a.setName(d, parts[0])
 		if !ok {
 			return
 		}
@@ -139,12 +140,16 @@ func (a *assembler) directive(d token, args []token) {
 			// GNU as: .dc is .dc.w; .dc.a is an address (4 bytes on IPU).
 			".dc.b": 1, ".dc.w": 2, ".dc": 2, ".dc.l": 4, ".dc.a": 4, ".dc.q": 8}[name]
 		for _, part := range a.items(d, args) {
+			part, rel, ok := a.symbolVariant(name, size, part)
+			if !ok {
+				return
+			}
 			e, err := parseExpr(part, a, false, endPos(d, part))
 			if err != nil {
 				a.exprErr(err, d.pos)
 				return
 			}
-			a.data(size, e, part[0].pos)
+			a.data(size, e, part[0].pos, rel)
 		}
 	case ".float", ".single", ".double", ".half":
 		for _, part := range a.items(d, args) {
@@ -329,6 +334,33 @@ func (a *assembler) symName(d token, part []token) (token, bool) {
 	return part[0], true
 }
 
+// setName reads the name a .set/.equ/.equiv defines. As in the LLVM
+// Colossus assembler (MC test symbols-with-dollar-prefix.s: `.set
+// $test_symbol, 50` then `get $m1, $test_symbol`), it may start with `$`,
+// unless the rest names a register or a control register.
+func (a *assembler) setName(d token, part []token) (token, bool) {
+	if len(part) == 1 && part[0].kind == tIdent && strings.HasPrefix(part[0].text, "$") && len(part[0].text) > 1 {
+		if why := dollarNameClash(part[0].text); why != "" {
+			a.errorf(part[0].pos, "%s: %s is %s, not a symbol name", d.text, part[0].text, why)
+			return token{}, false
+		}
+		return part[0], true
+	}
+	return a.symName(d, part)
+}
+
+// dollarNameClash says what a $NAME already means ("a register", "a
+// control register"), or "" when it can name a symbol.
+func dollarNameClash(name string) string {
+	if _, _, _, reg := isa.ParseRegister(name[1:]); reg {
+		return "a register"
+	}
+	if _, csr := isa.CSRByName(name[1:]); csr {
+		return "a control register"
+	}
+	return ""
+}
+
 func (a *assembler) switchTo(s *section) {
 	if a.cur != s {
 		a.prevSec = a.cur
@@ -463,9 +495,55 @@ func (a *assembler) fill(p srcPos, n int64, b byte, explicit bool) {
 	a.emit(p, buf)
 }
 
-// data emits a size-byte value; an address becomes a relocation and a value
-// not known yet is patched at the end.
-func (a *assembler) data(size int, e expr, p srcPos) {
+// symbolVariants are the LLVM Colossus data-relocation suffixes (the MC
+// test symbol-variants.s: `.short (bar + 4)@relative@16@s2`, `.long
+// (bar + 4)@abs18@s2`, `@abs19@s2`): the relocation that patches the
+// value instead of the plain data one.
+var symbolVariants = map[string]isa.Reloc{
+	"relative@16@s2": isa.RelocRelative16S2,
+	"abs18@s2":       isa.Reloc18S2,
+	"abs19@s2":       isa.Reloc19S2,
+}
+
+// symbolVariant splits a data item's trailing @variant suffix (`expr@abs18@s2`)
+// off and returns the relocation it names (RelocNone without one).
+func (a *assembler) symbolVariant(dir string, size int, part []token) ([]token, isa.Reloc, bool) {
+	i := len(part)
+	for i >= 2 && part[i-2].punct("@") && (part[i-1].kind == tIdent || part[i-1].kind == tNum) {
+		i -= 2
+	}
+	if i == len(part) {
+		return part, isa.RelocNone, true
+	}
+	var b strings.Builder
+	for j := i + 1; j < len(part); j += 2 {
+		if b.Len() > 0 {
+			b.WriteByte('@')
+		}
+		b.WriteString(part[j].text)
+	}
+	suffix := b.String()
+	rel, ok := symbolVariants[suffix]
+	if !ok || i == 0 {
+		known := make([]string, 0, len(symbolVariants))
+		for k := range symbolVariants {
+			known = append(known, "@"+k)
+		}
+		sort.Strings(known)
+		a.errorf(part[i].pos, "%s: unknown symbol variant @%s (known: %s)", dir, suffix, strings.Join(known, ", "))
+		return nil, 0, false
+	}
+	if info, _ := isa.RelocByType(rel); info.Size != size {
+		a.errorf(part[i].pos, "%s: @%s is %s, which patches %d bytes, not %d", dir, suffix, rel, info.Size, size)
+		return nil, 0, false
+	}
+	return part[:i], rel, true
+}
+
+// data emits a size-byte value; an address becomes a relocation (rel, or
+// the plain one of its size when rel is RelocNone) and a value not known
+// yet is patched at the end.
+func (a *assembler) data(size int, e expr, p srcPos, rel isa.Reloc) {
 	v, err := a.eval(e, false)
 	var d *deferError
 	if err != nil && !errors.As(err, &d) {
@@ -477,21 +555,32 @@ func (a *assembler) data(size int, e expr, p srcPos) {
 		return
 	}
 	if err != nil {
-		a.fixups = append(a.fixups, fixup{sec: a.section(), off: off, size: size, e: a.freeze(e), pos: p, note: a.note})
+		a.fixups = append(a.fixups, fixup{sec: a.section(), off: off, size: size, e: a.freeze(e), pos: p, note: a.note, rel: rel})
 		return
 	}
-	a.putData(a.section(), off, size, v, p)
+	a.putData(a.section(), off, size, v, p, rel)
 }
 
 var dataRelocs = map[int]isa.Reloc{1: isa.Reloc8, 2: isa.Reloc16, 4: isa.Reloc32, 8: isa.Reloc64}
 
-func (a *assembler) putData(sec *section, off int64, size int, v value, p srcPos) {
+func (a *assembler) putData(sec *section, off int64, size int, v value, p srcPos, rel isa.Reloc) {
 	if sec.nobits {
 		a.errorf(p, "section %s is @nobits: it cannot hold data", sec.name)
 		return
 	}
 	if !v.isConst() {
-		a.reloc(sec, off, dataRelocs[size], v, p)
+		if rel == isa.RelocNone {
+			rel = dataRelocs[size]
+		}
+		a.reloc(sec, off, rel, v, p)
+		return
+	}
+	if rel != isa.RelocNone {
+		// A constant under a variant is patched now, as the linker would.
+		info, _ := isa.RelocByType(rel)
+		if err := info.Apply(sec.data[off:off+int64(size)], v.off); err != nil {
+			a.errorf(p, "%v", err)
+		}
 		return
 	}
 	n := v.off

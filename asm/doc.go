@@ -44,7 +44,12 @@
 // where a number is encoded becomes a relocation against the label (or the
 // section, for numeric labels and `.`) with the offset as addend; the
 // operand's row must have a relocation type, else it is an error. Undefined
-// symbols become global undefined symbols of the object.
+// symbols become global undefined symbols of the object. A data item may
+// name its relocation with an LLVM Colossus symbol variant:
+// `.short (x + 4)@relative@16@s2`, `.long x@abs18@s2`, `.long x@abs19@s2`.
+// `.set $name, value` (and `$name = value`) defines a symbol whose name
+// starts with `$` when the rest is not a register or control register name;
+// once defined, `$name` is that value wherever an operand is written.
 //
 // # Directives
 //
@@ -88,8 +93,11 @@
 // An instruction is `mnemonic op, op, ...`, or `mnemonic.variant ...` to
 // force one isa row. Operands are registers ($m0..$m15, $a0..$a15 and the
 // aliases isa.ParseRegister knows: $mzero $azero $lr $fp $sp $mworker_base
-// $mvertex_base $azeros $aqzero), register groups ($a0:1, $a4:7, $m2:3),
-// post-incremented registers ($m3+=, $m2:3+=), control registers by name
+// $mvertex_base $azeros $aqzero $ap0..$ap15), register groups ($a0:1, $a4:7, $m2:3),
+// post-incremented registers ($m3+=, $m2:3+=), the delta loads' forms
+// ($m1++ a post-incremented pointer, $m3@ a delta register the load also
+// writes, $m5>> a mini-delta, $a5:7 the upper three registers of a quad),
+// control registers by name
 // ($WSR, $FP_CLR: resolved in the row's CSR space and the current context)
 // or by number, and expressions.
 //
@@ -102,6 +110,7 @@
 // A bundle `{ inst ; inst }` (it may span lines) holds one main-pipe and one
 // aux-pipe instruction, both co-issuable, in worker code. The main one is
 // emitted first with isa.CoIssueBit set, whatever the written order. The
-// bundle must start 8-byte aligned within its section: the assembler reports
-// a misaligned bundle rather than padding silently.
+// bundle that would start at 4 mod 8 within its section is preceded by one
+// nop (0x19E00000, the LLVM Colossus padding word), as Graphcore's assembler
+// aligns bundles (docs/isa.md "Bundle alignment").
 package asm

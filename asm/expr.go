@@ -170,7 +170,8 @@ func (p *exprParser) unary(depth int) (expr, error) {
 		if t.text == "." && p.ctx != nil {
 			return p.ctx.dot(), nil
 		}
-		if strings.HasPrefix(t.text, "$") {
+		if strings.HasPrefix(t.text, "$") && (t.text == "$" || dollarNameClash(t.text) != "") {
+			// Other $NAMEs are symbols, as in LLVM (setName).
 			return nil, p.errf(t.pos, "register %s is not allowed in an expression", t.text)
 		}
 		return eSym{name: t.text, pos: t.pos}, nil

@@ -41,6 +41,8 @@ func regKind(file string, count int, inc bool) (isa.Kind, bool) {
 		return isa.KindAPair, true
 	case file == "a" && !inc && count == 4:
 		return isa.KindAQuad, true
+	case file == "a" && !inc && count == 3:
+		return isa.KindATriple, true
 	}
 	return 0, false
 }
@@ -86,6 +88,14 @@ func kindDesc(k isa.Kind) string {
 		return "a post-incremented $m register ($mN+=)"
 	case isa.KindMPairInc:
 		return "a post-incremented $m register pair ($mN:N+1+=)"
+	case isa.KindMRegPostInc:
+		return "a post-incremented pointer register ($mN++)"
+	case isa.KindMRegDelta:
+		return "a delta register ($mN@)"
+	case isa.KindMRegShr:
+		return "a mini-delta register ($mN>>)"
+	case isa.KindATriple:
+		return "the upper three registers of an $a quad ($aN+1:N+3)"
 	case isa.KindCSR:
 		return "a control register ($NAME or number)"
 	case isa.KindABcast, isa.KindABcastLo, isa.KindABcastHi:
@@ -108,7 +118,7 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 		}
 		op := &operand{pos: part[0].pos, text: joinTokens(part)}
 		t := part[0]
-		if t.kind == tIdent && strings.HasPrefix(t.text, "$") {
+		if t.kind == tIdent && strings.HasPrefix(t.text, "$") && !a.dollarSymbol(t.text) {
 			name := t.text[1:]
 			rest := part[1:]
 			ranged := false
@@ -118,21 +128,39 @@ func (a *assembler) parseOperands(mn token, args []token) ([]*operand, bool) {
 				ranged = true
 			}
 			inc := false
-			if len(rest) > 0 && rest[0].punct("+=") {
+			var post isa.Kind // $mN++, $mN@, $mN>> (the delta loads)
+			switch {
+			case len(rest) > 0 && rest[0].punct("+="):
 				inc = true
 				rest = rest[1:]
+			case len(rest) > 1 && rest[0].punct("+") && rest[1].punct("+") && !rest[1].space:
+				post, rest = isa.KindMRegPostInc, rest[2:]
+			case len(rest) > 0 && rest[0].punct("@"):
+				post, rest = isa.KindMRegDelta, rest[1:]
+			case len(rest) > 0 && rest[0].punct(">>"):
+				post, rest = isa.KindMRegShr, rest[1:]
 			}
 			if len(rest) > 0 {
 				a.errorf(rest[0].pos, "%s: unexpected %q after %s", mn.text, rest[0].text, t.text)
 				return nil, false
 			}
-			if k, n, ok := parseBcast(name); ok && !inc {
+			if k, n, ok := parseBcast(name); ok && !inc && post == 0 {
 				op.reg, op.kind, op.num, op.known = true, k, int64(n), true
 				ops = append(ops, op)
 				continue
 			}
 			if file, first, count, ok := isa.ParseRegister(name); ok {
 				k, ok := regKind(file, count, inc)
+				if post != 0 && (file != "m" || count != 1 || ranged) {
+					a.errorf(t.pos, "%s: %s: only a single $m register takes the %s suffix", mn.text, op.text, post.RegSuffix())
+					return nil, false
+				}
+				if post != 0 {
+					k, ok = post, true
+				}
+				if k == isa.KindATriple && first%4 != 1 {
+					ok = false // only $aN+1:N+3 of a quad is a group
+				}
 				if !ok {
 					a.errorf(t.pos, "%s: %s is not a register, register pair or quad the machine has", mn.text, op.text)
 					return nil, false
@@ -325,12 +353,17 @@ func selectRow(mn string, rows []*isa.Inst, ops []*operand, ctx isa.Context) (*i
 	}
 	v := op.num
 	if !op.reg {
-		v = o.TextValue(op.v.off)
+		v = textValue(o, op.v.off)
 	}
 	if op.csr != "" {
 		v, _ = o.CSRNumber(ctx, op.csr)
 	}
 	err := o.Check(v)
+	if o.Reloc == isa.RelocRun && !op.reg {
+		lo, hi := o.Range()
+		return nil, op, fmt.Sprintf("%s: operand %d: %s is neither a vertex offset in words [0, %d] nor a region-0 address [0x%x, 0x%x]",
+			mn, bestBad+1, op.text, (hi-lo)>>o.Shift, lo, hi)
+	}
 	if op.reg {
 		return nil, op, fmt.Sprintf("%s: operand %d: %s is not aligned to a group of %d registers", mn, bestBad+1, op.text, int64(1)<<o.Shift)
 	}
@@ -421,6 +454,7 @@ type fixup struct {
 	// data fixups
 	size int
 	e    expr
+	rel  isa.Reloc // a symbol variant's relocation (RelocNone: the plain one)
 	// instruction fixups
 	inst    *pending
 	coissue bool
@@ -651,7 +685,7 @@ func (a *assembler) finish() {
 				a.exprErr(err, f.pos)
 				continue
 			}
-			a.putData(f.sec, f.off, f.size, v, f.pos)
+			a.putData(f.sec, f.off, f.size, v, f.pos, f.rel)
 			continue
 		}
 		pi := f.inst
@@ -707,9 +741,25 @@ func zeroForM(k isa.Kind, op *operand) bool {
 // `or $m, $m, 0xfff00000`) takes a negative 32-bit value as the same word:
 // poplibs writes `or $SCRATCH, $mzero, DELTAN_OFFSET_MASK_COMPL` with the
 // mask a complement (~0xffffff = -16777216, i.e. 0xff000000).
+//
+// And `run`'s vertex operand, which ipustack writes as the region-0 address
+// (0x4C000 up), also takes the hover text's and LLVM's zimm16 (the stored
+// field: poplibs writes `run $mworker_entry0, $mregion_base, 0`): a
+// literal below the region-0 base is that field. The two ranges do not
+// overlap, so either reading gives the same word.
 func textValue(o *isa.Operand, v int64) int64 {
 	if _, hi := o.Range(); !o.Signed && hi >= 1<<31 && hi < 1<<32 && v < 0 && v >= -(1<<31) {
 		v += 1 << 32
 	}
+	if o.Reloc == isa.RelocRun && !o.RawText && v >= 0 && v < o.Offset {
+		return v<<o.Shift + o.Offset
+	}
 	return o.TextValue(v)
+}
+
+// dollarSymbol reports whether name ($NAME) is a symbol a .set defined
+// (setName) rather than a register or control register.
+func (a *assembler) dollarSymbol(name string) bool {
+	s := a.syms[name]
+	return s != nil && s.kind != symUndef
 }

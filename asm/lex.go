@@ -272,7 +272,18 @@ func (lx *lexer) ident() {
 // token gets position p.
 func relex(text string, p srcPos) []token {
 	lines, _ := lexFile(p.file, []byte(text))
-	var out []token
+	if len(lines) == 1 { // the usual case: reuse the line's tokens
+		out := lines[0].toks
+		for i := range out {
+			out[i].pos = p
+		}
+		return out
+	}
+	n := 0
+	for _, l := range lines {
+		n += len(l.toks)
+	}
+	out := make([]token, 0, n)
 	for _, l := range lines {
 		for _, t := range l.toks {
 			t.pos = p

@@ -293,6 +293,13 @@ func (a *assembler) substitute(body []stmt, names []string, vals [][]token, coun
 			if len(re) > 0 {
 				re[0].space = t.space
 			}
+			if a.substToks += len(re); a.substToks > maxSubstTokens {
+				if !a.abort {
+					a.errorf(t.pos, "macro expansion produced more than %d tokens from substituted names; giving up", maxSubstTokens)
+					a.abort = true
+				}
+				return nil
+			}
 			ts = append(ts, re...)
 		}
 		// An argument may carry statement separators ("{nop;"): the

@@ -175,6 +175,8 @@ var errorCases = []struct{ src, want string }{
 	{"add $m1, $m2, 70000", `t.S:1:15: value 70000 out of range [-32768, 65535] for operand 3 of add`},
 	{"add $m1, $m2", `t.S:1:1: add: expected 3 operands, found 2`},
 	{"add $m1, , $m2", `t.S:1:8: add: operand 2 is empty`},
+	{"sub $m0, $m0,", `t.S:1:13: sub: operand 3 is empty`}, // an alias form (fuzz crasher 58362839709dc4b9)
+	{"addz $m0, $m1,", `t.S:1:14: add.zi: operand 3 is empty`},
 	{"setzi $m16, 1", `t.S:1:7: setzi: unknown register or control register $m16`},
 	{".supervisor\nsetzi $m1+=, 1", `t.S:2:7: setzi: operand 1: expected an $m register, found $m1+=`},
 	{"setzi $m1+=, 1", `t.S:1:7: setzi: operand 1: expected an $m register or an $a register, found $m1+=`},
@@ -253,6 +255,7 @@ func TestLimits(t *testing.T) {
 		"#define A A A\n#define B A B A\nB",                       // self-referencing C macros
 		"#define X(a) X(a a)\nX(1)",                               // growing C macro
 		".macro A x\nA \\x\\x\\x\\x\n.endm\nA 1",                  // growing arguments
+		".macro M a\nM\x18\\a\\a\\()\n.endm\nM A\xa9\xb8",         // growing re-lexed names (FuzzMacro 9fa17545f4ad942b)
 		".space 0x7fffffff",                                       // huge output
 		"#define F(x) F(x) F(x)\nF(F(F(F(F(F(F(F(F(F(1))))))))))", // argument pre-expansion
 	} {

@@ -30,6 +30,9 @@ func ParseRegister(name string) (file string, first, count int, ok bool) {
 			return "a", 12, 4, true
 		}
 	}
+	if p, isPair := pairAlias(lo); isPair && !ranged {
+		return "a", p, 2, true
+	}
 	file, first, ok = parseOneReg(lo)
 	if !ok {
 		return "", 0, 0, false
@@ -43,6 +46,20 @@ func ParseRegister(name string) (file string, first, count int, ok bool) {
 		return "", 0, 0, false
 	}
 	return file, first, last - first + 1, true
+}
+
+// pairAlias reads LLVM Colossus's register-pair names $ap0..$ap15 (the
+// public MC test reg-pairs.s): $apN is $a2N:2N+1 for N < 7, and $ap7 to
+// $ap15 all encode pair 7, $a14:15 ($azeros), as that test shows (0xe0).
+func pairAlias(s string) (int, bool) {
+	if len(s) < 3 || s[:2] != "ap" || (len(s) > 3 && s[2] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[2:])
+	if err != nil || n < 0 || n > 15 {
+		return 0, false
+	}
+	return 2 * min(n, 7), true
 }
 
 func parseOneReg(s string) (string, int, bool) {
@@ -83,8 +100,8 @@ func RegisterName(k Kind, n int64) string {
 			s = fmt.Sprintf("$%s%d:%d", file, n, n+int64(k.RegCount())-1)
 		}
 	}
-	if k == KindMRegInc || k == KindMPairInc {
-		s += "+="
+	if suf := k.RegSuffix(); suf != "" {
+		s += suf
 	}
 	if suf := k.BcastSuffix(); suf != "" {
 		s = fmt.Sprintf("$a%d%s", n, suf) // $a15:B, not $azero:B

@@ -85,9 +85,19 @@ const (
 	KindABcast   // $aN:B
 	KindABcastLo // $aN:BL
 	KindABcastHi // $aN:BU
+	// Operand forms of the hover text's delta loads (ld64a32, ldd16*,
+	// ldb16b16): a full pointer post-incremented by the access ($mN++), a
+	// delta register the instruction also writes with the next delta
+	// ($mN@), a mini-delta register shifted right by 4 after use
+	// ($mN>>), and the upper three registers of a quad ($aN+1:N+3,
+	// written $a1:3, $a5:7, $a9:11, $a13:15).
+	KindMRegPostInc // $mN++
+	KindMRegDelta   // $mN@
+	KindMRegShr     // $mN>>
+	KindATriple     // $a1:3
 )
 
-var kindNames = [...]string{"mreg", "areg", "apair", "aquad", "mpair", "mreg+=", "mpair+=", "csr", "imm", "areg:B", "areg:BL", "areg:BU"}
+var kindNames = [...]string{"mreg", "areg", "apair", "aquad", "mpair", "mreg+=", "mpair+=", "csr", "imm", "areg:B", "areg:BL", "areg:BU", "mreg++", "mreg@", "mreg>>", "atriple"}
 
 // BcastSuffix is the selector text of a broadcast kind (":B", ":BL",
 // ":BU"), or "".
@@ -99,6 +109,22 @@ func (k Kind) BcastSuffix() string {
 		return ":BL"
 	case KindABcastHi:
 		return ":BU"
+	}
+	return ""
+}
+
+// RegSuffix is the text written after an $m register of a
+// post-modified kind ("+=", "++", "@", ">>"), or "".
+func (k Kind) RegSuffix() string {
+	switch k {
+	case KindMRegInc, KindMPairInc:
+		return "+="
+	case KindMRegPostInc:
+		return "++"
+	case KindMRegDelta:
+		return "@"
+	case KindMRegShr:
+		return ">>"
 	}
 	return ""
 }
@@ -120,6 +146,8 @@ func (k Kind) RegCount() int {
 		return 2
 	case KindAQuad:
 		return 4
+	case KindATriple:
+		return 3
 	}
 	return 1
 }
@@ -127,9 +155,9 @@ func (k Kind) RegCount() int {
 // RegFile returns "m" or "a" for register kinds.
 func (k Kind) RegFile() string {
 	switch k {
-	case KindMReg, KindMPair, KindMRegInc, KindMPairInc:
+	case KindMReg, KindMPair, KindMRegInc, KindMPairInc, KindMRegPostInc, KindMRegDelta, KindMRegShr:
 		return "m"
-	case KindAReg, KindAPair, KindAQuad, KindABcast, KindABcastLo, KindABcastHi:
+	case KindAReg, KindAPair, KindAQuad, KindABcast, KindABcastLo, KindABcastHi, KindATriple:
 		return "a"
 	}
 	return ""

@@ -247,8 +247,13 @@ func assemble(ctx Context, text string, coissue bool) ([]uint32, error) {
 		switch {
 		case strings.HasPrefix(s, "$"):
 			name := strings.TrimPrefix(s, "$")
-			inc := strings.HasSuffix(name, "+=")
-			name = strings.TrimSuffix(name, "+=")
+			var suffix Kind
+			for _, k := range []Kind{KindMRegInc, KindMRegPostInc, KindMRegDelta, KindMRegShr} {
+				if strings.HasSuffix(name, k.RegSuffix()) {
+					suffix, name = k, strings.TrimSuffix(name, k.RegSuffix())
+					break
+				}
+			}
 			if lo, sel, ok := strings.Cut(name, ":"); ok && (sel == "B" || sel == "BL" || sel == "BU") {
 				_, first, _, _ := ParseRegister(lo)
 				kinds[i].Kind, vals[i] = map[string]Kind{"B": KindABcast, "BL": KindABcastLo, "BU": KindABcastHi}[sel], int64(first)
@@ -259,9 +264,12 @@ func assemble(ctx Context, text string, coissue bool) ([]uint32, error) {
 				kinds[i].Kind, csrNames[i] = KindCSR, name
 				continue
 			}
-			k := map[string]Kind{"m1": KindMReg, "m2": KindMPair, "a1": KindAReg, "a2": KindAPair, "a4": KindAQuad}[file+strconv.Itoa(count)]
-			if inc {
+			k := map[string]Kind{"m1": KindMReg, "m2": KindMPair, "a1": KindAReg, "a2": KindAPair, "a3": KindATriple, "a4": KindAQuad}[file+strconv.Itoa(count)]
+			switch {
+			case suffix == KindMRegInc:
 				k = map[Kind]Kind{KindMReg: KindMRegInc, KindMPair: KindMPairInc}[k]
+			case suffix != 0 && k == KindMReg:
+				k = suffix
 			}
 			kinds[i].Kind, vals[i] = k, int64(first)
 		default:
@@ -418,4 +426,25 @@ func FuzzDecode(f *testing.F) {
 			_ = Format(d)
 		}
 	})
+}
+
+// Register names, including LLVM's pair aliases $apN (MC test reg-pairs.s:
+// $ap0..$ap6 are the pairs, $ap7..$ap15 all encode pair 7, the zero pair).
+func TestParseRegisterNames(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		file         string
+		first, count int
+		ok           bool
+	}{
+		{"m3", "m", 3, 1, true}, {"a4:5", "a", 4, 2, true}, {"a0:3", "a", 0, 4, true}, {"mzero", "m", 15, 1, true},
+		{"ap0", "a", 0, 2, true}, {"ap3", "a", 6, 2, true}, {"AP6", "a", 12, 2, true}, {"ap7", "a", 14, 2, true},
+		{"ap8", "a", 14, 2, true}, {"ap15", "a", 14, 2, true},
+		{"ap16", "", 0, 0, false}, {"ap01", "", 0, 0, false}, {"ap", "", 0, 0, false}, {"ap1:2", "", 0, 0, false},
+	} {
+		file, first, count, ok := ParseRegister(c.name)
+		if file != c.file || first != c.first || count != c.count || ok != c.ok {
+			t.Errorf("%s: %q %d %d %v, want %q %d %d %v", c.name, file, first, count, ok, c.file, c.first, c.count, c.ok)
+		}
+	}
 }

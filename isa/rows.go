@@ -54,6 +54,28 @@ func MPInc(name string, lo uint8) Operand {
 	return Operand{Name: name, Kind: KindMPairInc, Fields: []Field{f(lo+1, 3)}, Shift: 1}
 }
 
+// MPost, MDelta and MShr are the $m operands of the delta loads: a full
+// pointer post-incremented by the access ($mN++), a delta register the
+// row also writes ($mN@) and a mini-delta register shifted after use
+// ($mN>>), each a nibble at lo.
+func MPost(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindMRegPostInc, Fields: []Field{f(lo, 4)}}
+}
+
+func MDelta(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindMRegDelta, Fields: []Field{f(lo, 4)}}
+}
+
+func MShr(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindMRegShr, Fields: []Field{f(lo, 4)}}
+}
+
+// ATri is the upper three registers of an $a quad ($a1:3 .. $a13:15), the
+// quad's number in bits lo+3..lo+2 as AQ.
+func ATri(name string, lo uint8) Operand {
+	return Operand{Name: name, Kind: KindATriple, Fields: []Field{f(lo+2, 2)}, Shift: 2, Offset: 1}
+}
+
 // CSR is a control/status register number of a space.
 func CSR(name string, lo, width uint8, space CSRSpace) Operand {
 	return Operand{Name: name, Kind: KindCSR, Fields: []Field{f(lo, width)}, CSR: space, Hex: true}
@@ -342,8 +364,13 @@ func rows() []Inst {
 			"dst = two 64-bit loads (addresses 0, 1), store src at the store address; advance all three per incs"+sd),
 		pace("ldst64pace", 2, ops(AP("dst", 20), AP("src", 16), MPInc("addrs", 12), M("strides", 8), U("incs", 2, 4)),
 			"dst = mem64[load address 0], store src at the store address; advance both per incs"+sd),
-		pace("st64pace", 3, ops(AP("src", 20), MPInc("addrs", 12), M("strides", 8), U("incs", 2, 2)),
-			"store src at the store address; advance it per incs"+sd),
+		// st64pace's immediate is the hover text's Strimm2, but poplibs
+		// writes 4-bit values (0x05, 0b1010) that Graphcore's assembler
+		// accepts, always with equal halves, as if in ldst64pace's layout
+		// (store selector in bits 3..2): the field is 4 bits, and values
+		// above 3 whose halves differ do not execute (docs/isa.md).
+		pace("st64pace", 3, ops(AP("src", 20), MPInc("addrs", 12), M("strides", 8), U("incs", 2, 4)),
+			"store src at the store address; advance it per incs (0..3, or 4..15 with equal 2-bit halves)"+sd),
 		wmain("tapack", "", 0x57400000, ops(MP("dst", 16), M("load0", 12), M("load1", 8), M("store", 4)),
 			"dst pair = load0 | load1 << 21 | store << 42 (21-bit byte addresses)"+sd),
 		control(wmain("rpt", "", 0x57000000, ops(M("count", 16), U("last", 0, 8)),

@@ -145,6 +145,22 @@ func extRows() []Inst {
 			"if cond != 0 then srcdst = src (else srcdst keeps its value)"),
 		control(wmain("exitneg", "", 0x57500000, ops(M("cond", 16)), "the worker exits with Boolean status cond < 0 (signed)")),
 		control(wmain("exitpos", "", 0x57600000, ops(M("cond", 16)), "the worker exits with Boolean status cond > 0 (signed)")),
+		// Delta loads (hover text; ours, 0x55 sub 6, 7 and 0xE with the
+		// selector at 3..0): base 23..20, data 19..16, pointer or packed
+		// deltas 15..12, delta or mini-delta 7..4.
+		wmain("ld64a32", "", 0x55000600, ops(ATri("dst", 16), MPost("addr", 12), M("base", 20), M("delta", 4)),
+			"dst[1:2] = mem64[addr], dst[0] = mem32[base + delta[15:0]] (the quad's first register unchanged); addr += 8"),
+		wmain("ldb16b16", "", 0x55000700, ops(AP("dst", 16), M("base", 20), MPost("deltas", 12), MShr("minid", 4)),
+			"dst = mem16[base + deltas[15:0]], mem16[base + deltas[31:16]] each broadcast; the two deltas post-incremented, one by 2, one by minid[3:0]; minid >>= 4."+
+				ne+" (which delta takes 2 and which the mini-delta, and the mini-delta's unit)"),
+		wmain("ldd16a32", "", 0x55000E00, ops(A("dst", 16), MPost("addr", 12), M("base", 20), MDelta("delta", 4)),
+			"dst = mem32[base + delta]; delta = zero-extended mem16[addr]; addr += 2"),
+		wmain("ldd16a64", "", 0x55000E01, ops(AP("dst", 16), MPost("addr", 12), M("base", 20), MDelta("delta", 4)),
+			"dst = mem64[base + delta]; delta = zero-extended mem16[addr]; addr += 2"),
+		wmain("ldd16b16", "", 0x55000E02, ops(A("dst", 16), MPost("addr", 12), M("base", 20), MDelta("delta", 4)),
+			"dst = mem16[base + delta] broadcast to both halves; delta = zero-extended mem16[addr]; addr += 2"),
+		wmain("ldd16v2a32", "", 0x55000E03, ops(A("dst", 16), MPost("addr", 12), M("base", 20), MDelta("delta", 4)),
+			"dst = mem32[base + delta[31:16]]; delta = mem32[addr] (the next pair of 16-bit deltas); addr += 4"),
 		wmain("ld64a32pace", "", 0x57900000, ops(AP("dst0", 16), A("dst1", 12), MPInc("addrs", 8), M("stride", 4), U("incs", 0, 4)),
 			"64-bit load from the pair's low address, 32-bit load from its high address, both post-incremented per incs."+ne+" (increment encoding)"),
 		wmain("ld64b16pace", "", 0x57A00000, ops(AP("dst0", 16), A("dst1", 12), MPInc("addrs", 8), M("stride", 4), U("incs", 0, 4)),
@@ -317,5 +333,13 @@ func bcastRows() []Inst {
 			"two f32 lanes, a one f32 register in both lanes: "+what(o.name, o.doc, true)))
 		sub++
 	}
+	// Selector forms poplibs writes that the hover text does not list
+	// (poplin OuterProduct.S `f16v4mul $PRODUCT_PAIR, $INVAL:B,
+	// $WEIGHT_PAIR`, poprand TruncatedNormal.S `f32v2mul $randOut,
+	// $scaleOut:BL, $randOut`): they assemble, 0x58 sub 0x93, 0x94; what
+	// :B means on f16 lanes and :BL on f32 lanes the public text does not say.
+	out = append(out,
+		aux3("f16v4mul", "b", 0x93, AP, ABc(KindABcast), AP, "four f16 lanes times a 32-bit broadcast source."+ne+" (what :B selects for f16 lanes)"),
+		aux3("f32v2mul", "bl", 0x94, AP, ABc(KindABcastLo), AP, "two f32 lanes times a low-half broadcast source."+ne+" (what :BL selects for f32 lanes)"))
 	return out
 }

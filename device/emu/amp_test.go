@@ -2,6 +2,8 @@ package emu
 
 import (
 	"encoding/binary"
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -255,5 +257,46 @@ func TestRpt(t *testing.T) {
 				t.Fatalf("get issued at %d, want %d", w.M[10], want)
 			}
 		})
+	}
+}
+
+// st64pace takes poplibs' 4-bit selectors whose two halves agree (0x05,
+// 0b1010: the store advances as with 0b01, 0b10), and refuses the others
+// instead of guessing which half the store uses.
+func TestSt64paceWideSelector(t *testing.T) {
+	stride := uint32(2) | uint32(0x3FF)<<10 // bits 0..9 = 2, bits 10..19 = -1
+	for _, c := range []struct {
+		sel   int64
+		delta int32 // store address advance in bytes; 0 with fault
+		fault bool
+	}{
+		{0b01, 16, false}, {0b0101, 16, false}, {0b1010, -8, false}, {0b1111, 0, false}, {0b0110, 0, true},
+	} {
+		tl := NewTile(0)
+		w := &tl.Workers[0]
+		load(t, tl, workerBase, cat(setM(1, dataBase), setM(3, dataBase+0x200), setM(8, stride), []in{
+			I("tapack", 4, 1, 1, 3),
+			I("st64pace", 6, 4, 8, c.sel),
+			I("exitz", mzero),
+		})...)
+		if err := tl.StartWorker(0, workerBase, dataBase); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tl.Run(1 << 16)
+		if c.fault {
+			var f *Fault
+			if !errors.As(err, &f) || f.Kind != FaultNoEmulation || !strings.Contains(f.Reason, "not emulated: st64pace with selector 0b0110") {
+				t.Errorf("selector %#b: %v, want a not-emulated fault", c.sel, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("selector %#b: %v", c.sel, err)
+			continue
+		}
+		as := uint32(uint64(w.M[4])|uint64(w.M[5])<<32>>42) & addrMask
+		if int32(as-(dataBase+0x200)) != c.delta {
+			t.Errorf("selector %#b: store address advanced %d, want %d", c.sel, int32(as-(dataBase+0x200)), c.delta)
+		}
 	}
 }

@@ -301,6 +301,9 @@ func paceSlow(k paceKind) handler {
 		ai = 1
 	}
 	return func(t *Tile, c *Context, o *inst) {
+		if k.loads == 0 && !st64paceSelector(t, uint32(o.v[ai+2])) {
+			return
+		}
 		pr := o.v[ai] & 14
 		packed := uint64(c.M[pr]) | uint64(c.M[pr+1])<<32
 		a0 := uint32(packed) & addrMask
@@ -364,6 +367,23 @@ func paceSlow(k paceKind) handler {
 		packed = uint64(a0) | uint64(a1)<<21 | uint64(as)<<42
 		c.M[pr], c.M[pr+1] = uint32(packed), uint32(packed>>32)
 	}
+}
+
+// st64paceSelector reports whether st64pace's selector f is one the
+// emulator defines, and faults when it is not. The hover text names the
+// operand Strimm2 (2 bits: the store's advance), but poplibs writes 4-bit
+// values that Graphcore's assembler accepts (0x05, 0b1010), always with
+// two equal halves, as in ldst64pace's layout (store selector in bits
+// 3..2). Whether the hardware reads bits 1..0 or 3..2 then makes no
+// difference, so such values advance by their low half; a value whose
+// halves differ would need that choice, and faults instead.
+func st64paceSelector(t *Tile, f uint32) bool {
+	if f <= 3 || f>>2 == f&3 {
+		return true
+	}
+	t.raise(FaultNoEmulation, "not emulated: st64pace with selector 0b%04b (the public text gives a 2-bit Strimm2; "+
+		"a 4-bit value is defined here only when its halves agree, as poplibs writes them)", f)
+	return false
 }
 
 // paceFast returns the handler of a pace row: the general handler slow
@@ -432,6 +452,9 @@ func paceFast(k paceKind, slow handler) handler {
 		}
 	case k.loads == 0 && k.store: // st64pace apair, mpair+=, mreg, imm
 		return func(t *Tile, c *Context, o *inst) {
+			if !st64paceSelector(t, uint32(o.v[3])) {
+				return
+			}
 			pr := o.v[1] & 14
 			a0, a1, as := paceAddrs(c, pr)
 			if !paceOK(as, as, as) {

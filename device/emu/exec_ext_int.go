@@ -237,6 +237,10 @@ var extIntBinders = func() map[string]binder {
 		m[l.name] = bindNarrow(l.n, false)
 		m[l.name+"step"] = bindNarrow(l.n, true)
 	}
+	for name, size := range map[string]uint32{"ldd16a32": 4, "ldd16a64": 8, "ldd16b16": 2, "ldd16v2a32": 4} {
+		m[name] = bindDeltaLoad(size)
+	}
+	m["ld64a32"] = bindLd64a32
 	m["ld128step"] = bindLd128Step
 	m["stm32step"] = bindStm32Step
 	m["urand32"] = func(in *isa.Inst) (impl, error) {
@@ -293,5 +297,88 @@ func bindMovnz(in *isa.Inst) (impl, error) {
 		if c.M[r4(o.v[1])] != 0 {
 			c.M[r4(o.v[0])] = c.M[r4(o.v[2])]
 		}
+	}}, nil
+}
+
+// bindDeltaLoad binds the hover text's delta loads `ldd16a32 $d, $addr++,
+// $base, $delta@` (and ldd16a64, ldd16b16, ldd16v2a32): the data at base +
+// delta (bytes; ldd16v2a32 takes the delta from the upper 16 bits of the
+// register, "located in the msbs") goes to $d (ldd16b16 broadcasts its 16
+// bits to both halves); the next delta, read at addr, goes to the delta
+// register (16 bits zero-extended; ldd16v2a32 reads the next 32-bit pair of
+// deltas); addr advances by the width read there (2 or 4). Both addresses
+// come from the registers before the instruction and both are checked
+// before any register is written. The data width is size bytes.
+func bindDeltaLoad(size uint32) binder {
+	return func(in *isa.Inst) (impl, error) {
+		dk := kA
+		if size == 8 {
+			dk = kAP
+		}
+		if !shape(in, dk, isa.KindMRegPostInc, kM, isa.KindMRegDelta) {
+			return impl{}, layoutErr(in, dk.String()+", mreg++, mreg, mreg@")
+		}
+		pair := in.Mnemonic == "ldd16v2a32"
+		step := uint32(2)
+		if pair {
+			step = 4
+		}
+		return impl{writesA: true, fn: func(t *Tile, c *Context, o *inst) {
+			p, dr := r4(o.v[1]), r4(o.v[3])
+			delta := c.M[dr] & 0xFFFF
+			if pair {
+				delta = c.M[dr] >> 16
+			}
+			daddr, paddr := c.M[r4(o.v[2])]+delta, c.M[p]
+			if !t.check(daddr, size, "load") || !t.check(paddr, step, "load") {
+				return
+			}
+			var next uint32
+			if pair {
+				next = t.load32(paddr)
+			} else {
+				next, _ = t.loadNarrow(paddr, 2)
+			}
+			d := o.v[0]
+			switch size {
+			case 2:
+				raw, _ := t.loadNarrow(daddr, 2)
+				c.A[r4(d)] = raw | raw<<16
+			case 4:
+				c.A[r4(d)] = t.load32(daddr)
+			case 8:
+				v := t.load64(daddr)
+				c.A[d&14], c.A[d&14|1] = uint32(v), uint32(v>>32)
+			}
+			c.M[dr] = next
+			c.M[p] = paddr + step
+		}}, nil
+	}
+}
+
+// bindLd64a32: `ld64a32 $aN+1:N+3, $addr++, $base, $delta`: the 64-bit
+// value at addr goes to the top half of the quad ($aN+2:N+3), the 32-bit
+// value at base + delta[15:0] to its second register ($aN+1); the first
+// register is unchanged; addr += 8 (hover text). The triple $a13:15 would
+// write the zero registers, so it faults.
+func bindLd64a32(in *isa.Inst) (impl, error) {
+	if !shape(in, isa.KindATriple, isa.KindMRegPostInc, kM, kM) {
+		return impl{}, layoutErr(in, "atriple, mreg++, mreg, mreg")
+	}
+	return impl{writesA: true, fn: func(t *Tile, c *Context, o *inst) {
+		q := o.v[0] &^ 3
+		if q == 12 {
+			t.raise(FaultNoEmulation, "ld64a32 names $a13:15: $a14:15 are $azeros, which always read as zero")
+			return
+		}
+		p := r4(o.v[1])
+		daddr, paddr := c.M[r4(o.v[2])]+c.M[r4(o.v[3])]&0xFFFF, c.M[p]
+		if !t.check(paddr, 8, "load") || !t.check(daddr, 4, "load") {
+			return
+		}
+		v := t.load64(paddr)
+		c.A[q+1] = t.load32(daddr)
+		c.A[q+2], c.A[q+3] = uint32(v), uint32(v>>32)
+		c.M[p] = paddr + 8
 	}}, nil
 }

@@ -501,3 +501,79 @@ func TestALogicZimm12(t *testing.T) {
 		}
 	}
 }
+
+// The hover text's delta loads, assembled as poplibs writes them
+// (popsparse SparseGatherElementWise.S: `ldd16b16 $a0, $indicesPtr++,
+// $rInPtr, $delta@`): each loads data at base + the current delta, the
+// next delta from the pointer, and advances the pointer.
+func TestDeltaLoads(t *testing.T) {
+	src := `
+	.section .text.d, "ax"
+	.worker
+	add $m1, $m14, 0
+	add $m2, $m14, 32
+	setzi $m3, 8
+	ldd16a32 $a0, $m1++, $m2, $m3@
+	ldd16b16 $a1, $m1++, $m2, $m3@
+	ldd16a64 $a2:3, $m1++, $m2, $m3@
+	mov $m9, $m1
+	add $m1, $m14, 8
+	setzi $m3, 0xC0000
+	ldd16v2a32 $a4, $m1++, $m2, $m3@
+	mov $m10, $m3
+	add $m1, $m14, 16
+	ld64a32 $a5:7, $m1++, $m2, $m3
+	exitz $mzero
+`
+	obj, err := asm.Assemble("d.S", []byte(src), asm.Options{})
+	if err != nil {
+		t.Fatalf("assemble: %v", err)
+	}
+	tl := NewTile(0)
+	tl.WriteWords(dataBase, []uint32{
+		0x00080004, 0x000C0000, 0x00100004, 0, // deltas (u16 4, 8, 0, 12), a delta pair (4, 16)
+		0xAAAA0001, 0xAAAA0002, 0, 0, // a 64-bit value for ld64a32 at +16
+		0x11111111, 0xBBBB2222, 0x33333333, 0x44444444, // data at base = +32
+	})
+	if err := tl.Write(workerBase, obj.Sections[len(obj.Sections)-1].Data); err != nil {
+		t.Fatal(err)
+	}
+	tl.StartWorker(0, workerBase, dataBase)
+	if res, err := tl.Run(1000); err != nil || res.Reason != StopIdle {
+		t.Fatal(res, err)
+	}
+	w := &tl.Workers[0]
+	want := []uint32{0x33333333, 0x22222222, 0x33333333, 0x44444444, 0x44444444, 0xBBBB2222, 0xAAAA0001, 0xAAAA0002}
+	for i, v := range want {
+		if w.A[i] != v {
+			t.Errorf("$a%d = 0x%08x, want 0x%08x", i, w.A[i], v)
+		}
+	}
+	// ldd16*: the pointer advanced by 2 per load, the delta register holds
+	// the third delta (0); ldd16v2a32: +4 and the pair; ld64a32: +8, and
+	// the delta register is only read.
+	if w.M[9] != dataBase+6 || w.M[10] != 0x00100004 || w.M[1] != dataBase+24 || w.M[3] != 0x00100004 {
+		t.Errorf("$m9 = 0x%x, $m10 = 0x%x, $m1 = 0x%x, $m3 = 0x%x", w.M[9], w.M[10], w.M[1], w.M[3])
+	}
+}
+
+// A delta load whose data address is misaligned faults and writes no
+// register.
+func TestDeltaLoadFaults(t *testing.T) {
+	tl := NewTile(0)
+	tl.WriteWords(dataBase, []uint32{0x00000002})
+	load(t, tl, workerBase, I("ldd16a32", 0, 1, 14, 3), I("exitz", mzero))
+	w := &tl.Workers[0]
+	if err := tl.StartWorker(0, workerBase, dataBase); err != nil {
+		t.Fatal(err)
+	}
+	w.M[1], w.M[3] = dataBase, 2
+	_, err := tl.Run(100)
+	var f *Fault
+	if !errors.As(err, &f) || f.Kind != FaultAccess || !strings.Contains(f.Reason, "misaligned") {
+		t.Fatalf("fault %v, want a misaligned access", err)
+	}
+	if w.M[1] != dataBase || w.M[3] != 2 {
+		t.Errorf("$m1 = 0x%x, $m3 = %d after the fault; want unchanged", w.M[1], w.M[3])
+	}
+}

@@ -112,4 +112,17 @@
 #define TAMP_F32_E1_P2 2
 #define TAMP_F32_E1_P3 3
 
+// SLIC, istacc and stacc modes (poplibs passes them as the last operand of
+// f16v4*slic, f16v4istacc and f16v4stacc: `f16v4hihoslic ...,
+// TSLIC_F16V4_1x4_W0`, `f16v4istacc ..., TISTACC_P0`, `f16v4stacc ...,
+// TSTACC_P0`). No public source gives their values; these
+// are ipustack's, and select only bits of ipustack's own encodings of those
+// rows, which the emulator does not execute ("not emulated", docs/isa.md).
+#define TSLIC_F16V4_1x4_W0 0 // ipustack
+#define TSLIC_F16V4_1x4_W1 1 // ipustack
+#define TISTACC_P0 0         // ipustack
+#define TISTACC_P1 1         // ipustack
+#define TSTACC_P0 0          // ipustack
+#define TSTACC_P1 1          // ipustack
+
 #endif
