@@ -27,8 +27,8 @@
 // Each word leaves the accumulator state at 0 and never reads what it held
 // before (the prime's destination is $azeros), so the kernel needs no ZAACC
 // and is correct whatever a previous run left (named assumptions
-// amp-state-retained, axpy-shares-mix-lanes). Large negative x: e^(-2s) overflows to +inf, 1/d = 0,
-// y = -0; large positive x: 1/d = 1, y = x.
+// amp-state-retained, axpy-shares-mix-lanes). Large negative x: e^(-2s)
+// overflows to +inf, 1/d = 0, y = -0; large positive x: 1/d = 1, y = x.
 //
 // Both: x = -inf gives NaN (0 * -inf); NaN gives NaN.
 //
