@@ -407,7 +407,7 @@ func rows() []Inst {
 		aux3("f16v4mul", "bu", 0xE7, AP, ABc(KindABcastHi), AP, "four f16 lanes: dst = high f16 of a (all lanes) * b"),
 		aux3("f32v2add", "b", 0xE8, AP, ABc(KindABcast), AP, "two f32 lanes: dst = a (both lanes) + b"),
 		aux3("f32v2mul", "b", 0xE9, AP, ABc(KindABcast), AP, "two f32 lanes: dst = a (both lanes) * b"),
-		aux3("f32v2axpy", "", 0x0C, AP, AP, AP, "two f32 lanes: dst = $TAS * a + b (product and sum each rounded)"),
+		aux3("f32v2axpy", "", 0x0C, AP, AP, AP, "two f32 lanes: the accumulator state (MIX lanes 0, 1) = $TAS * a + b (product and sum each rounded); dst = its previous value (docs/isa.md, MIX and AXPY)"),
 		aux3("sort4x16lo", "a", 0x10, A, A, A, "dst.lo = a.lo, dst.hi = b.lo (16-bit halves)"),
 		aux3("sort4x16hi", "a", 0x11, A, A, A, "dst.lo = a.hi, dst.hi = b.hi (16-bit halves)"),
 		aux3("and", "a", 0x12, A, A, A, "dst = a & b (bitwise, $a registers)"),

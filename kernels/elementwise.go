@@ -13,7 +13,7 @@ func init() {
 		Doc: "y = GELU(x) on N f16 values, tanh form 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); " +
 			"precise=0: every step in f16 (f16v4 ops, f16v2tanh), 9 worker bundles per 4 values, " +
 			"|error| <= 2.1e-3 (1 f16 step for x >= -1, but up to 4.4e-4 absolute = 100% relative in the tail x < -2); " +
-			"precise=1: f32 steps x/(1+exp(-2s)) (f32exp, f32oox), one rounding to f16, 22 bundles per 4 values, " +
+			"precise=1: f32 steps x/(1+exp(-2s)) (f32exp, f32oox), one rounding to f16, 23 bundles per 4 values (f32v2axpy primed and flushed), " +
 			"within 1 f16 step of the correctly rounded tanh-GELU." + layABI,
 		Params: []Param{
 			{Name: "n", Default: 1024, Doc: "number of f16 values (multiple of 4)", Check: func(v int, _ Params) error {

@@ -32,7 +32,7 @@ func init() {
 // layABI is the calling convention shared by the layout and elementwise
 // kernels.
 const layABI = " ABI: $m2 = out, $m3 = in, $m10 = return; clobbers $m0, $m1, the kernel's vertex words (.data) " +
-	"and worker registers $m0..$m9, $a0..$a13 (gelu precise=1 also $TAS); operands 8-byte aligned, any region, " +
+	"and worker registers $m0..$m9, $a0..$a13 (gelu precise=1 also $TAS and the accumulator state f32v2axpy uses, left at 0); operands 8-byte aligned, any region, " +
 	"no access tail (the kernel reads only its operands and writes only out)."
 
 // layRowStride is the effective row stride (in elements) of a row-major

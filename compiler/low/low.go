@@ -268,7 +268,7 @@ type Options struct {
 	// ForceColMajor forces the column-major tile numbering of streamed
 	// weights (tests; needs ForceStream and an even grid row count).
 	ForceColMajor bool
-	// GeluPrecise selects gelu_f16 precise=1 (f32 steps, 22 bundles per 4
+	// GeluPrecise selects gelu_f16 precise=1 (f32 steps, 23 bundles per 4
 	// values) instead of the fast f16 form (9 bundles, |error| <= 2.1e-3
 	// before GEMM2, well inside the output tolerance).
 	GeluPrecise bool

@@ -118,6 +118,26 @@ var assumptions = []Assumption{
 		Evidence:     "Hover text (f16v4mix: results in the accumulator state, destination = the previous state; f16v4gacc: read 4 accumulators as f16); poplibs NonLinearityGrad2D_gelu.S ($TAS = a | b<<16, a two-stage pipeline); the reference's docs/SOFTMAX_OPTIMIZATION.md citing IPU21 ISA 1.3.1 3.7.3.3.24 (FP32 intermediates, previous result read as four halves). Which of the $AACC registers the lanes are, and so how MIX interacts with AMP and the *acc rows (the same doc: f16v8acc \"overwrites accumulator lanes used by f16v4mix\"), is not public.",
 		Conservative: "Lanes shared with other accumulator users: a kernel that mixes MIX with AMP or *acc instructions must clear (ZAACC) between them. The reference's softmax (attention_softmax_f16.S) does; the *acc rows are not emulated.",
 	},
+	{
+		Name: "axpy-shares-mix-lanes",
+		Rule: "f32v2axpy keeps $TAS*x + y (two f32 lanes; the product rounded to f32, then the sum) in lanes 0 and 1 of the worker's MIX lanes " +
+			"(mix-accumulators-own) and writes its destination with those lanes' previous values as f32, unrounded; lanes 2 and 3 keep their " +
+			"values. So an f16v4mix or f16v4gacc after f32v2axpy sees its results (rounded to f16) in lanes 0 and 1, and an f32v2axpy after " +
+			"f16v4mix returns that mix's lanes 0 and 1 as f32. ZAACC and the conservative exit clear them with the MIX lanes.",
+		Evidence: "Settled: the one-stage pipeline. Hover text: \"Results are stored within the accumulator state. Destination registers are " +
+			"written with the previous accumulator state\"; poplibs ScaledAddaXPlusbY_mixed.S: \"the f32v2axpy instruction has an internal " +
+			"pipeline stage (using the AACC register)\", a prime into $azeros and a flush `f32v2axpy $X, $azeros, $azeros`, as in " +
+			"ScaledAdd2D_float.S, MultiUpdateOp.S and NonLinearityGrad2D_gelu.S; graphcore-research/tessellate-ipu's IPU-model stand-in " +
+			"(intrinsics_utils.hpp) returns the previous result and keeps the new one. Not settled: that the state is the one f16v4mix " +
+			"uses, and which lanes. For sharing: both rows' hover texts say \"the accumulator state\"; the $TAS hover text gives one scale " +
+			"register to \"the various *axp(b)y ... instructions (f32v2axpy, f16v4mix for example)\"; poplibs names $AACC for both " +
+			"(vectorInnerAdd_half.S: f16v4mix \"stores and loads values from the temporary accumulator ($AACC[0, 2])\") and clears once " +
+			"(ZAACC) before code that uses either (MultiUpdateOp.S). Lanes 0 and 1 are ipustack's choice. Every public use primes after " +
+			"entering, so none depends on the answer.",
+		Conservative: "Independent of the rule: a kernel that switches between f32v2axpy and f16v4mix/f16v4gacc discards the first " +
+			"destination after the switch (a prime into $azeros) or clears (ZAACC) between them, and never reads the state a previous run " +
+			"left. ipustack's only user, gelu_f16 PRECISE=1 (kernels/src/gelu.S), primes and flushes within each word.",
+	},
 }
 
 // Assumptions returns the registry, in the order docs/machine.md lists it.

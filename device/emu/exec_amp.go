@@ -30,9 +30,11 @@ type ampState struct {
 type ampAcc struct {
 	cur, done [16]float32
 	// mix is the four-lane accumulator f16v4mix writes and f16v4gacc
-	// reads (exec_ext_float.go): f32 lanes, rounded to f16 when read. Part
-	// of the context's accumulator state, so ZAACC and the conservative
-	// exit clear it with cur and done.
+	// reads (exec_ext_float.go): f32 lanes, rounded to f16 when read;
+	// f32v2axpy keeps its two f32 results in lanes 0 and 1 (exec_float.go,
+	// named assumption axpy-shares-mix-lanes). Part of the context's
+	// accumulator state, so ZAACC and the conservative exit clear it with
+	// cur and done.
 	mix [4]float32
 }
 

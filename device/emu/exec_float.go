@@ -182,32 +182,19 @@ func f64toh(x float64) uint32 {
 }
 
 var floatBinders = map[string]binder{
-	"f16v2add": bindVec(f16x2(fadd), kA),
-	"f16v2mul": bindVec(f16x2(fmul), kA),
-	"f16v4add": bindVec(f16x2(fadd), kAP),
-	"f16v4mul": bindVec(f16x2(fmul), kAP),
-	"f32add":   bindVec(f32x1(fadd), kA),
-	"f32sub":   bindVec(f32x1(fsub), kA),
-	"f32mul":   bindVec(f32x1(fmul), kA),
-	"f32max":   bindVec(f32x1(f32max), kA),
-	"f32v2add": bindVec(f32x1(fadd), kAP),
-	"f32v2mul": bindVec(f32x1(fmul), kAP),
-	"f32v2max": bindVec(f32x1(f32max), kAP),
-	"f32v4add": bindVec(f32x1(fadd), kAQ),
-	"f32v2axpy": func(in *isa.Inst) (impl, error) {
-		if !shape(in, kAP, kAP, kAP) {
-			return impl{}, layoutErr(in, "apair x3")
-		}
-		return impl{fn: func(t *Tile, c *Context, o *inst) {
-			s := f32(c.CSR[csrTAS])
-			d, a, b := o.v[0]&14, o.v[1]&14, o.v[2]&14
-			// The explicit conversions round each product before the add
-			// (Go may not fuse across them), as the row's Doc requires.
-			r0 := float32(s*f32(c.A[a])) + f32(c.A[b])
-			r1 := float32(s*f32(c.A[a+1])) + f32(c.A[b+1])
-			c.A[d], c.A[d+1] = bitsf(r0), bitsf(r1)
-		}}, nil
-	},
+	"f16v2add":  bindVec(f16x2(fadd), kA),
+	"f16v2mul":  bindVec(f16x2(fmul), kA),
+	"f16v4add":  bindVec(f16x2(fadd), kAP),
+	"f16v4mul":  bindVec(f16x2(fmul), kAP),
+	"f32add":    bindVec(f32x1(fadd), kA),
+	"f32sub":    bindVec(f32x1(fsub), kA),
+	"f32mul":    bindVec(f32x1(fmul), kA),
+	"f32max":    bindVec(f32x1(f32max), kA),
+	"f32v2add":  bindVec(f32x1(fadd), kAP),
+	"f32v2mul":  bindVec(f32x1(fmul), kAP),
+	"f32v2max":  bindVec(f32x1(f32max), kAP),
+	"f32v4add":  bindVec(f32x1(fadd), kAQ),
+	"f32v2axpy": bindAxpy,
 	"f16v2exp":  bindUnary(func(v uint32) uint32 { return exph(v&0xFFFF) | exph(v>>16)<<16 }),
 	"f16v2tanh": bindUnary(func(v uint32) uint32 { return tanhh(v&0xFFFF) | tanhh(v>>16)<<16 }),
 	"f32exp":    bindUnary(func(v uint32) uint32 { return bitsf(expf(f32(v))) }),
@@ -269,6 +256,35 @@ var floatBinders = map[string]binder{
 			c.A[d], c.A[d+1] = uint32(v), uint32(v>>32)
 		}}, nil
 	},
+}
+
+// bindAxpy: `f32v2axpy $d, $x, $y` (hover text: "z = a x + y The scalar
+// multiplicand a is provided by the internal state element $TAS. Results
+// are stored within the accumulator state. Destination registers are
+// written with the previous accumulator state"). a is $TAS as f32; x is the
+// first source (poplibs ScaledAdd2D_float.S: `f32v2axpy $azeros, $dataB0,
+// $data0` for data + scale*dataB). The product is rounded to f32, then the
+// sum (the row's Doc). The two results go to lanes 0 and 1 of the worker's
+// MIX lanes, the ones f16v4mix and f16v4gacc use, and $d gets those lanes'
+// previous values as f32, unrounded (named assumption
+// axpy-shares-mix-lanes). Lanes 2 and 3 are left alone. The sources are
+// read before $d is written, so $d may name one.
+func bindAxpy(in *isa.Inst) (impl, error) {
+	if !shape(in, kAP, kAP, kAP) {
+		return impl{}, layoutErr(in, "apair x3")
+	}
+	return impl{fn: func(t *Tile, c *Context, o *inst) {
+		s := f32(c.CSR[csrTAS])
+		d, x, y := o.v[0]&14, o.v[1]&14, o.v[2]&14
+		// The explicit conversions round each product before the add
+		// (Go may not fuse across them).
+		r0 := float32(s*f32(c.A[x])) + f32(c.A[y])
+		r1 := float32(s*f32(c.A[x+1])) + f32(c.A[y+1])
+		lanes := &t.amp.acc[c.Worker].mix
+		p0, p1 := lanes[0], lanes[1]
+		lanes[0], lanes[1] = r0, r1
+		c.A[d], c.A[d+1] = bitsf(p0), bitsf(p1)
+	}}, nil
 }
 
 // The urand64 generator: xorshift128+ over the 128-bit state

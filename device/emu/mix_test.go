@@ -4,7 +4,7 @@ import "testing"
 
 // TestMix: f16v4mix keeps a*x + b*y ($TAS: a in bits 15..0, b in 31..16)
 // in four f32 accumulator lanes and returns the previous lanes as f16;
-// f16v4gacc reads the lanes; ZAACC clears them (docs/isa.md, "MIX").
+// f16v4gacc reads the lanes; ZAACC clears them (docs/isa.md, "MIX and AXPY").
 func TestMix(t *testing.T) {
 	x := regsA(hh(1, 2), hh(3, -4))   // $a0:1
 	y := regsA(hh(10, 10), hh(10, 0)) // $a2:3

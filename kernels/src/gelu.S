@@ -19,11 +19,16 @@
 //
 // PRECISE=1. The same function as x * sigmoid(2s) = x / (1 + e^(-2s)),
 // every step in f32 (round to nearest even), one rounding to f16 at the
-// end. Per four values 22 bundles: two f16v2tof32; q = x*x, b = TAS*q + C
-// (f32v2axpy, $TAS = -2*0.044715*sqrt(2/pi), C = -2*sqrt(2/pi), both f32),
-// e = b*x (= -2s); four f32exp; d = e^(-2s) + 1; four f32oox; y = x*(1/d);
-// two f32v2tof16. Large negative x: e^(-2s) overflows to +inf, 1/d = 0,
-// y = -0; large positive x: 1/d = 1, y = x.
+// end. Per four values 23 bundles: two f16v2tof32; q = x*x, b = TAS*q + C
+// (f32v2axpy, $TAS = -2*0.044715*sqrt(2/pi), C = -2*sqrt(2/pi), both f32:
+// three issues for two pairs, as f32v2axpy writes its destination with the
+// previous result, so the word primes and flushes it), e = b*x (= -2s);
+// four f32exp; d = e^(-2s) + 1; four f32oox; y = x*(1/d); two f32v2tof16.
+// Each word leaves the accumulator state at 0 and never reads what it held
+// before (the prime's destination is $azeros), so the kernel needs no ZAACC
+// and is correct whatever a previous run left (named assumptions
+// amp-state-retained, axpy-shares-mix-lanes). Large negative x: e^(-2s)
+// overflows to +inf, 1/d = 0, y = -0; large positive x: 1/d = 1, y = x.
 //
 // Both: x = -inf gives NaN (0 * -inf); NaN gives NaN.
 //
@@ -103,9 +108,13 @@
 	.endif
 		f32v2mul $a6:7, $a2:3, $a2:3
 	}
+	// f32v2axpy returns the previous accumulator state (docs/isa.md,
+	// "MIX and AXPY"): prime with the low pair, get it back with the
+	// high pair, flush the high pair with $azeros.
+	{ nop ; f32v2axpy $azeros, $a6:7, $a10:11 }
 	{ nop ; f32v2mul $a8:9, $a4:5, $a4:5 }
-	{ nop ; f32v2axpy $a6:7, $a6:7, $a10:11 }
-	{ nop ; f32v2axpy $a8:9, $a8:9, $a10:11 }
+	{ nop ; f32v2axpy $a6:7, $a8:9, $a10:11 }
+	{ nop ; f32v2axpy $a8:9, $azeros, $azeros }
 	{ nop ; f32v2mul $a6:7, $a6:7, $a2:3 }
 	{ nop ; f32v2mul $a8:9, $a8:9, $a4:5 }
 	{ nop ; f32exp $a6, $a6 }
@@ -127,7 +136,7 @@
 #if PRECISE
 #define WORD GELU32_WORD
 #define RESULT $a2:3
-#define LASTB 21
+#define LASTB 22
 #else
 #define WORD GELU_WORD
 #define RESULT $a4:5
