@@ -161,7 +161,7 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		for i, gg := range c.Mid {
 			grids[i] = [3]int{gg.Rows, gg.Cols, gg.Inner}
 		}
-		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids)
+		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids, c.Q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
 		}
@@ -228,6 +228,9 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 		for _, gp := range mp.Gemms {
 			ch += fmt.Sprintf(" %dx%dx%d", gp.Rows.Count, gp.Cols.Count, gp.Inner.Count)
 		}
+		if mp.Chunks > 1 {
+			ch += fmt.Sprintf(" q=%d", mp.Chunks)
+		}
 		if errs[i] != nil {
 			log.Info("mid finalist not lowered", "rank", i+1, "mid_cycles", mp.Cycles, "plan", ch, "err", errs[i])
 			continue
@@ -276,7 +279,7 @@ func logPlan(log *slog.Logger, pl *low.Plan) {
 			attrs = append(attrs, g.Node.Name, fmt.Sprintf("rows=%d cols=%d k=%d tiles=%d block r=%d c=%d k=%d",
 				g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(), g.Rows.Block, g.Cols.Block, g.Inner.Block))
 		}
-		attrs = append(attrs, "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
+		attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
 			"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
 			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
 		log.Info("mid plan", attrs...)

@@ -169,11 +169,11 @@ func checkRects(b *low.HostBinding) error {
 	// meets an AMP kernel, and a row-major graph output is unpacked from
 	// such padded blocks), rows rounded up to 16 for the inner dimension
 	// of AMP right panels only (rows are otherwise never padded).
-	if b.Rows > math.MaxInt/2 || b.Cols > math.MaxInt/2 {
+	if b.Rows > math.MaxInt/2 || b.Cols > math.MaxInt/2 || b.PadRows > math.MaxInt/2 {
 		return fail("shape %d x %d too large", b.Rows, b.Cols)
 	}
 	padCols := (b.Cols + 15) / 16 * 16
-	padRows16 := (b.Rows + 15) / 16 * 16
+	padRows16 := (max(b.Rows, b.PadRows) + 15) / 16 * 16
 	if padCols > 0 && padRows16 > math.MaxInt/4/padCols {
 		return fail("shape %d x %d too large", b.Rows, b.Cols)
 	}
@@ -183,7 +183,7 @@ func checkRects(b *low.HostBinding) error {
 		if blk == nil {
 			return fail("slice %d: no Block (a v0 slice in a rectangle layout)", s)
 		}
-		padRows := b.Rows
+		padRows := max(b.Rows, b.PadRows) // row chunks pad the last chunk
 		switch blk.Order {
 		case mid.RowMajor, mid.AMPLeft, mid.AMPOut:
 		case mid.AMPRight:

@@ -21,7 +21,8 @@ type Choice struct {
 	Stream   bool `json:"stream,omitempty"`
 	ColMajor bool `json:"column_major,omitempty"`
 	// Mid, when set, names a compiler/mid plan instead of a v0 candidate:
-	// each GEMM's grid in graph order (R, C and the rest are then zero).
+	// each GEMM's grid in graph order (Q is then its row chunks, zero for
+	// none; R, C and the rest are zero).
 	Mid []GemmGrid `json:"mid,omitempty"`
 }
 
@@ -38,6 +39,9 @@ func (c Choice) String() string {
 		s := "mid"
 		for _, g := range c.Mid {
 			s += fmt.Sprintf(" %dx%dx%d", g.Rows, g.Cols, g.Inner)
+		}
+		if c.Q > 1 {
+			s += fmt.Sprintf(" q=%d", c.Q)
 		}
 		return s
 	}
@@ -67,6 +71,9 @@ func (pl *Plan) Choice() Choice {
 		var ch Choice
 		for _, g := range pl.Mid.Gemms {
 			ch.Mid = append(ch.Mid, GemmGrid{Rows: g.Rows.Count, Cols: g.Cols.Count, Inner: g.Inner.Count})
+		}
+		if pl.Mid.Chunks > 1 {
+			ch.Q = pl.Mid.Chunks
 		}
 		return ch
 	}

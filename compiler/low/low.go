@@ -169,6 +169,10 @@ type HostBinding struct {
 	// Rows and Cols are the tensor's real matrix shape (for slices with
 	// a Block; zero otherwise).
 	Rows, Cols int
+	// PadRows, when above Rows, is the rows of the padded matrix the
+	// blocks may reach (row chunks: the last chunk's rows past Rows are
+	// zero padding on upload and dropped on read-back).
+	PadRows int
 }
 
 // HostTransfer moves part of a binding slice through the tile's slot.
@@ -578,9 +582,12 @@ func (pl *Plan) hostCalls(ops func(t *TileProgram) (init, timed []Op)) {
 	runPhases, runCopies := hostPhases(uploads(ipuexe.KindInput, pl.Inputs))
 	// Outputs: one piece per phase per tile.
 	var outPhases [][]HostTransfer
+	next := map[int]int{} // the next phase of each tile's slot
 	for b, ob := range pl.Outputs {
 		for s, sl := range ob.Slices {
-			for k, pc := range pieces(sl.Length) {
+			for _, pc := range pieces(sl.Length) {
+				k := next[sl.Tile]
+				next[sl.Tile]++
 				for len(outPhases) <= k {
 					outPhases = append(outPhases, nil)
 				}
