@@ -144,11 +144,11 @@ func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
 	return g, plans[0], nil
 }
 
-// candidatePlans builds the graph of a recipe and up to n plans of each
-// family, ordered by estimate (ties: the v0 family first, then each
-// family's own order): the best-estimated v0 candidates and the lowered
-// finalists of the compiler/mid planner. A recipe that records its plan
-// gets exactly that one; forced v0 choices (tests) get v0 plans only.
+// candidatePlans builds the graph of a recipe and its candidate plans,
+// ordered by estimate: the lowered finalists of the compiler/mid planner,
+// or, only when it has none, up to n best-estimated candidates of the v0
+// family. A recipe that records its plan gets exactly that one; forced v0
+// choices (tests) get v0 plans only.
 // mid lines (each GEMM's candidate count and time, each finalist, a
 // finalist that does not lower) go to log when it is not nil.
 func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*graph.Graph, []*low.Plan, error) {
@@ -177,17 +177,18 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		v0Err  error
 		mids   []*low.Plan
 		midErr error
-		wg     sync.WaitGroup
 	)
+	// The mid planner is the planner; the fixed v0 family is only built
+	// when it finds no plan (or for a forced or recorded v0 choice).
 	if r.Plan == nil && !forced {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mids, midErr = midPlans(g, p, opts, n, log)
-		}()
+		mids, midErr = midPlans(g, p, opts, n, log)
 	}
-	v0, v0Err = low.Candidates(p, opts, n)
-	wg.Wait()
+	if len(mids) == 0 {
+		v0, v0Err = low.Candidates(p, opts, n)
+		if v0Err == nil && log != nil && r.Plan == nil && !forced {
+			log.Info("v0 fallback: the mid planner has no plan", "err", midErr)
+		}
+	}
 	if v0Err != nil && len(mids) == 0 {
 		if midErr != nil {
 			return nil, nil, fmt.Errorf("%w; the mid planner: %v", v0Err, midErr)

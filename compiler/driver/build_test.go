@@ -254,10 +254,39 @@ func TestMLPRowChunks(t *testing.T) {
 	// A row block of 250 x 384 does not fit one tile's memory beside the
 	// weights: the planner must chunk it.
 	r := mlpRecipeFull(250, 384, 96, 1, 1, true)
-	if g := compile(t, r).Plan.Grid; g.Q < 2 {
-		t.Fatalf("%+v: %d chunks, want at least 2", r.Flags.MLP, g.Q)
+	if q := chunksOf(compile(t, r).Plan); q < 2 {
+		t.Fatalf("%+v: %d chunks, want at least 2", r.Flags.MLP, q)
 	}
 	buildAndRun(t, r)
+}
+
+// chunksOf is a plan's row chunks, of either family.
+func chunksOf(pl *low.Plan) int {
+	if pl.Mid != nil {
+		return pl.Mid.Chunks
+	}
+	return pl.Grid.Q
+}
+
+// TestMidRowChunks: an MLP whose rows do not fit 4 tiles in one pass gets
+// a compiler/mid plan in row chunks (a runtime loop; the input spread over
+// the first GEMM's grid rows, every chunk's result kept), which runs from
+// its recipe and passes.
+func TestMidRowChunks(t *testing.T) {
+	for _, r := range []Recipe{
+		mlpRecipe(729, 256, 1024, 4),
+		gemmRecipe(3000, 64, 48, 2), // 3000 rows: no row block within the kernel's 768 on 2 tiles
+	} {
+		res := compile(t, r)
+		if res.Plan.Mid == nil || res.Plan.Mid.Chunks < 2 {
+			t.Fatalf("%+v: plan %v, want mid row chunks", r.Flags, res.Plan.Choice())
+		}
+		if !hasLoop(res.Plan.Programs[0].Calls[1]) {
+			t.Fatal("the chunks are not a runtime loop")
+		}
+		t.Logf("plan %v", res.Plan.Choice())
+		buildAndRun(t, r)
+	}
 }
 
 func hasLoop(ops []low.Op) bool {

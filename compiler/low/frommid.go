@@ -734,13 +734,13 @@ func (pl *Plan) midEstimate() Estimate {
 		clear(recv)
 		for _, t := range ph.Transfers {
 			// Destinations whose partner tile receives the transfer too
-			// take it as paired items (compiler/exchange pairs transfers
-			// of at least 128 words): half the events; the sender spends
-			// half the events on them and borrows its partner's lane.
+			// take it as paired items (when cost.Pairs): half the events;
+			// the sender spends half the events on them and borrows its
+			// partner's lane.
 			b := 4 * t.Words
 			paired, plain := false, false
 			for k, d := range t.Dsts {
-				if t.Words >= 128 && ((k > 0 && t.Dsts[k-1].Tile == d.Tile^1) || (k+1 < len(t.Dsts) && t.Dsts[k+1].Tile == d.Tile^1)) {
+				if cost.Pairs(t.Words) && ((k > 0 && t.Dsts[k-1].Tile == d.Tile^1) || (k+1 < len(t.Dsts) && t.Dsts[k+1].Tile == d.Tile^1)) {
 					recv[d.Tile] += b / 2
 					paired = true
 				} else {

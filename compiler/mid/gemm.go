@@ -39,11 +39,10 @@ type need struct {
 //
 // Paired items: a destination whose partner tile (logical t^1) receives
 // the same atom can take it as 64-bit items, half the receive events, when
-// the lowering's transfers of it are long enough (compiler/exchange pairs
-// transfers of at least 128 words; the lowering sends one transfer per
-// 16-column group of rows*8 words, merged into one when the atom spans the
-// whole rows of both blocks); the sender then spends half the events and
-// borrows its partner's outgoing lane for them.
+// the lowering's transfers of it are long enough (cost.Pairs; the lowering
+// sends one transfer per 16-column group of rows*8 words, merged into one
+// when the atom spans the whole rows of both blocks); the sender then
+// spends half the events and borrows its partner's outgoing lane for them.
 func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer), self func(tile int, rows, cols Span)) {
 	type seg struct {
 		s    Span
@@ -87,7 +86,9 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 				continue
 			}
 			bytes := r.s.Len() * c.s.Len() * elem
-			long := r.s.Len() >= 16 || (bytes >= 512 && r.s == h.rows[r.a] && r.s == n.rows[r.b])
+			// One transfer per 16-column group (rows x 8 words), or one
+			// for the whole atom when it spans whole rows of both blocks.
+			long := cost.Pairs(r.s.Len()*8) || (cost.Pairs(bytes/4) && r.s == h.rows[r.a] && r.s == n.rows[r.b])
 			if !slices.IsSorted(to) {
 				slices.Sort(to) // needs list their tiles in grid order; keep the partner test cheap
 			}
