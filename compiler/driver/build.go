@@ -259,7 +259,7 @@ func problem(r Recipe, force low.Options) (*graph.Graph, *low.Problem, low.Optio
 	if err != nil {
 		return nil, nil, opts, err
 	}
-	opts.Tiles, opts.Fits = r.Tiles, place.Fits
+	opts.Tiles, opts.Fits, opts.MaxPhases = r.Tiles, place.Fits, place.MaxRowPhases
 	opts.Conservative = r.Conservative()
 	if c := r.Plan; c != nil {
 		// Enumerate as the forced build did, then keep the recorded one.

@@ -559,9 +559,13 @@ func keyOf(op *Op) (specKey, bool) {
 	return k, known == len(op.Params)
 }
 
-// checkMid checks every kernel specialisation against its limits and
-// every distinct tile's buffers against opts.Fits.
+// checkMid checks the phase count against opts.MaxPhases, every kernel
+// specialisation against its limits and every distinct tile's buffers
+// against opts.Fits.
 func (pl *Plan) checkMid(opts Options) error {
+	if opts.MaxPhases > 0 && len(pl.Exchanges) > opts.MaxPhases {
+		return fmt.Errorf("%d exchange phases, the runtime's row table holds %d (the GEMMs are unrolled)", len(pl.Exchanges), opts.MaxPhases)
+	}
 	seen := map[specKey]bool{}
 	fit := map[string]bool{}
 	for l := range pl.Programs {

@@ -260,6 +260,10 @@ type Options struct {
 	// Fits reports whether a tile's buffers can be placed (compiler/place);
 	// nil accepts every grid.
 	Fits func([]Buffer) error
+	// MaxPhases is how many exchange phases the runtime's row table holds
+	// (compiler/place.MaxRowPhases); 0 sets no limit. A mid plan with more
+	// is refused (so that the rerank drops it).
+	MaxPhases int
 	// ForceR and ForceC force the grid (R rows, C columns) instead of the
 	// v0 choice (tests); 0 leaves a dimension to the planner.
 	ForceR, ForceC int

@@ -374,6 +374,11 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	if err != nil {
 		beam, stats = nil, nil
 		rows := ops[0].m
+		// Chunks shrink the working set only: when one-row chunks do not
+		// fit either (the weights alone do not), no chunking does.
+		if _, _, cerr := beamSearch(chunked(ops, 1, rows), opt, m, budget, region1); cerr != nil || rows < 2 {
+			return nil, err
+		}
 		tries, sizes := -1, 0 // chunk sizes tried since the first feasible one, and in all
 		for q, last := 2, rows; q <= rows && tries < chunkTries && sizes < maxChunkSizes; q++ {
 			rc := (rows + q - 1) / q
