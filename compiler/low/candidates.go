@@ -203,13 +203,10 @@ func (pl *Plan) PhaseRuns() []int {
 // PhaseOverheadCycles is what the cost model charges one exchange phase
 // beyond the phase itself (its events from the common start to the last
 // tile's last event, which include the route and payload latency): the
-// global sync, and the supervisor's sync 2 / sync 3 (MLP) or the GEMM
-// model's fixed allowance.
+// global sync and the supervisor's sync 2 / sync 3, the same for every
+// plan.
 func (pl *Plan) PhaseOverheadCycles() int {
-	if pl.Problem.Kind == KindMLP || pl.Mid != nil {
-		return ipu21.GlobalSyncCycles + phaseCycles
-	}
-	return ipu21.GlobalSyncCycles + 1 + 44
+	return ipu21.GlobalSyncCycles + phaseCycles
 }
 
 // Costed returns the estimate with the modelled exchange replaced by the

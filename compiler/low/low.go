@@ -306,11 +306,15 @@ const MinReduceChunk = 64
 // MaxReduceParts is reduce_add_f16's part limit, which bounds C for the MLP.
 const MaxReduceParts = 85
 
+// exchangeCycles is the model of a phase in which the busiest tile moves
+// words words, in the form every plan's estimate uses (midEstimate, the
+// MLP's): the endpoint bound with latency and global sync
+// (cost.ExchangePhase) plus the supervisor's phase overhead.
 func exchangeCycles(words int) int {
 	if words == 0 {
 		return 0
 	}
-	return words + ipu21.GlobalSyncCycles + 1 + ipu21.MaxTimeToMux + ipu21.PayloadLatency + 44
+	return int(cost.ExchangePhase(ipu21.IPU21(), 4*words, 4*words)) + phaseCycles
 }
 
 // newGrid builds the grid for R x C.
