@@ -32,6 +32,16 @@ package low
 // phase multicasts them down the grid columns), and reads the last GEMM's
 // result from where it lies (O or Y, AMP output order); every binding
 // slice carries its rectangle and order (HostSlice.Block).
+//
+// A plan in row chunks (mid.Plan.Chunks = Q > 1) runs one chunk's timed
+// ops as a runtime loop of Q iterations. The host writes the input into
+// X0 instead: cell (i, j, p) of the first GEMM keeps its piece
+// (mid.GemmPlan.InputPiece) of block (i, p) of every chunk, copies the
+// current chunk's piece into its place in L0, and the input exchange
+// multicasts the pieces along the grid row. The last GEMM's result buffer
+// holds every chunk's block; X0 and it advance by one chunk per iteration
+// (chunkOps). The last chunk's rows past M are zero padding
+// (HostBinding.PadRows).
 
 import (
 	"fmt"
