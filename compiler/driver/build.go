@@ -146,8 +146,8 @@ func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
 
 // candidatePlans builds the graph of a recipe and its candidate plans,
 // ordered by estimate: the lowered finalists of the compiler/mid planner,
-// or, only when it has none, up to n best-estimated candidates of the v0
-// family. A recipe that records its plan gets exactly that one; forced v0
+// and, only when it has none or only row-chunked ones, up to n
+// best-estimated candidates of the v0 family. A recipe that records its plan gets exactly that one; forced v0
 // choices (tests) get v0 plans only.
 // mid lines (each GEMM's candidate count and time, each finalist, a
 // finalist that does not lower) go to log when it is not nil.
@@ -169,6 +169,7 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		if err != nil {
 			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
 		}
+		low.Optimize(pl) // as every searched plan: the recorded plan is the one Compile chose, passes included
 		return g, []*low.Plan{pl}, nil
 	}
 	forced := force.ForceR != 0 || force.ForceC != 0 || force.ForceQ != 0 || force.ForceStream || force.ForceColMajor
@@ -178,15 +179,21 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		mids   []*low.Plan
 		midErr error
 	)
-	// The mid planner is the planner; the fixed v0 family is only built
-	// when it finds no plan (or for a forced or recorded v0 choice).
+	// The mid planner is the planner. The fixed v0 family is only built
+	// when it finds no plan, or only plans in row chunks (a regime where
+	// v0's flat in-place activations sometimes still win: both then go
+	// to the rerank), and for a forced or recorded v0 choice.
 	if r.Plan == nil && !forced {
 		mids, midErr = midPlans(g, p, opts, n, log)
 	}
-	if len(mids) == 0 {
+	if len(mids) == 0 || mids[0].Mid.Chunks > 1 {
 		v0, v0Err = low.Candidates(p, opts, n)
 		if v0Err == nil && log != nil && r.Plan == nil && !forced {
-			log.Info("v0 fallback: the mid planner has no plan", "err", midErr)
+			if len(mids) == 0 {
+				log.Info("v0 fallback: the mid planner has no plan", "err", midErr)
+			} else {
+				log.Info("v0 candidates beside the mid planner's row-chunked plans")
+			}
 		}
 	}
 	if v0Err != nil && len(mids) == 0 {

@@ -268,18 +268,32 @@ func chunksOf(pl *low.Plan) int {
 	return pl.Grid.Q
 }
 
-// TestMidRowChunks: an MLP whose rows do not fit 4 tiles in one pass gets
-// a compiler/mid plan in row chunks (a runtime loop; the input spread over
-// the first GEMM's grid rows, every chunk's result kept), which runs from
-// its recipe and passes.
+// TestMidRowChunks: an MLP whose rows do not fit 4 tiles in one pass, and
+// a GEMM whose rows exceed the kernel's on 2 tiles, get compiler/mid
+// finalists in row chunks (v0 candidates compete beside them); the best
+// one, recorded as the recipe's plan (mid.Rebuild with its chunks), lowers
+// to a runtime loop (the input spread over the first GEMM's grid rows,
+// every chunk's result kept), runs from its recipe and passes.
 func TestMidRowChunks(t *testing.T) {
 	for _, r := range []Recipe{
 		mlpRecipe(729, 256, 1024, 4),
 		gemmRecipe(3000, 64, 48, 2), // 3000 rows: no row block within the kernel's 768 on 2 tiles
 	} {
+		var ch *low.Choice
+		for _, f := range compile(t, r).Recipe.Finalists {
+			if f.Plan.Mid != nil && f.Plan.Q > 1 { // the best-estimated one
+				c := f.Plan
+				ch = &c
+				break
+			}
+		}
+		if ch == nil {
+			t.Fatalf("%+v: no mid finalist in row chunks", r.Flags)
+		}
+		r.Plan = ch
 		res := compile(t, r)
-		if res.Plan.Mid == nil || res.Plan.Mid.Chunks < 2 {
-			t.Fatalf("%+v: plan %v, want mid row chunks", r.Flags, res.Plan.Choice())
+		if res.Plan.Mid == nil || res.Plan.Mid.Chunks != ch.Q {
+			t.Fatalf("%+v: recorded %v, built %v", r.Flags, ch, res.Plan.Choice())
 		}
 		if !hasLoop(res.Plan.Programs[0].Calls[1]) {
 			t.Fatal("the chunks are not a runtime loop")
