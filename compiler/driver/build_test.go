@@ -464,3 +464,28 @@ func TestRandomShapes(t *testing.T) {
 		t.Run(name+"-t"+itoa(r.Tiles), func(t *testing.T) { buildAndRun(t, r) })
 	}
 }
+
+// TestRecordedPlanIsTheChosenOne: compiling a recipe that records the
+// plan a search chose gives that plan again, low passes included (the
+// recorded path once skipped them, so `ipu run FILE` and rebuilt recipes
+// got more exchange transfers than the package they came from).
+func TestRecordedPlanIsTheChosenOne(t *testing.T) {
+	for _, r := range []Recipe{mlpRecipe(64, 128, 512, 64), mlpRecipe(729, 256, 1024, 4)} {
+		res := compile(t, r)
+		rec := r
+		rec.Plan = res.Recipe.Plan
+		again := compile(t, rec)
+		if !again.Plan.Choice().Equal(res.Plan.Choice()) || again.Plan.Estimate != res.Plan.Estimate {
+			t.Fatalf("%+v: recorded %v (estimate %+v), rebuilt %v (estimate %+v)", r.Flags.MLP, res.Plan.Choice(), res.Plan.Estimate,
+				again.Plan.Choice(), again.Plan.Estimate)
+		}
+		if len(again.Plan.Exchanges) != len(res.Plan.Exchanges) {
+			t.Fatalf("%d exchange phases, rebuilt %d", len(res.Plan.Exchanges), len(again.Plan.Exchanges))
+		}
+		for i, ph := range res.Plan.Exchanges {
+			if n := len(again.Plan.Exchanges[i].Transfers); n != len(ph.Transfers) {
+				t.Errorf("%v: phase %q: %d transfers, rebuilt from the recipe %d", res.Plan.Choice(), ph.Name, len(ph.Transfers), n)
+			}
+		}
+	}
+}
