@@ -1,6 +1,9 @@
 package cost
 
-import "github.com/ipustack/ipustack/ipu21"
+import (
+	"github.com/ipustack/ipustack/compiler/exchange"
+	"github.com/ipustack/ipustack/ipu21"
+)
 
 // ExchangeLatencyCycles is the fixed allowance of one exchange phase beyond
 // its endpoint bound: the worst delay from the phase start to a receiver's
@@ -24,6 +27,13 @@ func ExchangePhase(t *ipu21.Target, maxSend, maxRecv int) int64 {
 	bpc := t.Exchange.BytesPerCycle
 	return int64((b+bpc-1)/bpc) + ExchangeLatencyCycles + int64(t.Exchange.GlobalSyncCycles)
 }
+
+// Pairs reports whether a transfer of words 32-bit words is long enough to
+// go as paired 64-bit items (half the receive events on a partner pair
+// that both receive it): an even count of at least 2 x
+// exchange.MinPairedItems, the scheduler's own rule. The planner's and the
+// lowering's exchange costs both ask this.
+func Pairs(words int) bool { return words%2 == 0 && words >= 2*exchange.MinPairedItems }
 
 // Align rounds n up to a multiple of a (a power of two or any positive
 // integer).

@@ -136,11 +136,11 @@ func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
 	return g, plans[0], nil
 }
 
-// candidatePlans builds the graph of a recipe and up to n plans of each
-// family, ordered by estimate (ties: the v0 family first, then each
-// family's own order): the best-estimated v0 candidates and the lowered
-// finalists of the compiler/mid planner. A recipe that records its plan
-// gets exactly that one; forced v0 choices (tests) get v0 plans only.
+// candidatePlans builds the graph of a recipe and its candidate plans,
+// ordered by estimate: the lowered finalists of the compiler/mid planner,
+// and, only when it has none or only row-chunked ones, up to n
+// best-estimated candidates of the v0 family. A recipe that records its plan gets exactly that one; forced v0
+// choices (tests) get v0 plans only.
 // mid lines (each GEMM's candidate count and time, each finalist, a
 // finalist that does not lower) go to log when it is not nil.
 func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*graph.Graph, []*low.Plan, error) {
@@ -153,7 +153,7 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		for i, gg := range c.Mid {
 			grids[i] = [3]int{gg.Rows, gg.Cols, gg.Inner}
 		}
-		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids)
+		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids, c.Q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
 		}
@@ -161,6 +161,7 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		if err != nil {
 			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
 		}
+		low.Optimize(pl) // as every searched plan: the recorded plan is the one Compile chose, passes included
 		return g, []*low.Plan{pl}, nil
 	}
 	forced := force.ForceR != 0 || force.ForceC != 0 || force.ForceQ != 0 || force.ForceStream || force.ForceColMajor
@@ -169,17 +170,24 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		v0Err  error
 		mids   []*low.Plan
 		midErr error
-		wg     sync.WaitGroup
 	)
+	// The mid planner is the planner. The fixed v0 family is only built
+	// when it finds no plan, or only plans in row chunks (a regime where
+	// v0's flat in-place activations sometimes still win: both then go
+	// to the rerank), and for a forced or recorded v0 choice.
 	if r.Plan == nil && !forced {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mids, midErr = midPlans(g, p, opts, n, log)
-		}()
+		mids, midErr = midPlans(g, p, opts, n, log)
 	}
-	v0, v0Err = low.Candidates(p, opts, n)
-	wg.Wait()
+	if len(mids) == 0 || mids[0].Mid.Chunks > 1 {
+		v0, v0Err = low.Candidates(p, opts, n)
+		if v0Err == nil && log != nil && r.Plan == nil && !forced {
+			if len(mids) == 0 {
+				log.Info("v0 fallback: the mid planner has no plan", "err", midErr)
+			} else {
+				log.Info("v0 candidates beside the mid planner's row-chunked plans")
+			}
+		}
+	}
 	if v0Err != nil && len(mids) == 0 {
 		if midErr != nil {
 			return nil, nil, fmt.Errorf("%w; the mid planner: %v", v0Err, midErr)
@@ -220,6 +228,9 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 		for _, gp := range mp.Gemms {
 			ch += fmt.Sprintf(" %dx%dx%d", gp.Rows.Count, gp.Cols.Count, gp.Inner.Count)
 		}
+		if mp.Chunks > 1 {
+			ch += fmt.Sprintf(" q=%d", mp.Chunks)
+		}
 		if errs[i] != nil {
 			log.Info("mid finalist not lowered", "rank", i+1, "mid_cycles", mp.Cycles, "plan", ch, "err", errs[i])
 			continue
@@ -247,7 +258,7 @@ func problem(r Recipe, force low.Options) (*graph.Graph, *low.Problem, low.Optio
 	if err != nil {
 		return nil, nil, opts, err
 	}
-	opts.Tiles, opts.Fits = r.Tiles, place.Fits
+	opts.Tiles, opts.Fits, opts.MaxPhases = r.Tiles, place.Fits, place.MaxRowPhases
 	opts.Conservative = r.Conservative()
 	if c := r.Plan; c != nil {
 		// Enumerate as the forced build did, then keep the recorded one.
@@ -268,7 +279,7 @@ func logPlan(log *slog.Logger, pl *low.Plan) {
 			attrs = append(attrs, g.Node.Name, fmt.Sprintf("rows=%d cols=%d k=%d tiles=%d block r=%d c=%d k=%d",
 				g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(), g.Rows.Block, g.Cols.Block, g.Inner.Block))
 		}
-		attrs = append(attrs, "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
+		attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
 			"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
 			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
 		log.Info("mid plan", attrs...)

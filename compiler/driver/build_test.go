@@ -254,10 +254,53 @@ func TestMLPRowChunks(t *testing.T) {
 	// A row block of 250 x 384 does not fit one tile's memory beside the
 	// weights: the planner must chunk it.
 	r := mlpRecipeFull(250, 384, 96, 1, 1, true)
-	if g := compile(t, r).Plan.Grid; g.Q < 2 {
-		t.Fatalf("%+v: %d chunks, want at least 2", r.Flags.MLP, g.Q)
+	if q := chunksOf(compile(t, r).Plan); q < 2 {
+		t.Fatalf("%+v: %d chunks, want at least 2", r.Flags.MLP, q)
 	}
 	buildAndRun(t, r)
+}
+
+// chunksOf is a plan's row chunks, of either family.
+func chunksOf(pl *low.Plan) int {
+	if pl.Mid != nil {
+		return pl.Mid.Chunks
+	}
+	return pl.Grid.Q
+}
+
+// TestMidRowChunks: an MLP whose rows do not fit 4 tiles in one pass, and
+// a GEMM whose rows exceed the kernel's on 2 tiles, get compiler/mid
+// finalists in row chunks (v0 candidates compete beside them); the best
+// one, recorded as the recipe's plan (mid.Rebuild with its chunks), lowers
+// to a runtime loop (the input spread over the first GEMM's grid rows,
+// every chunk's result kept), runs from its recipe and passes.
+func TestMidRowChunks(t *testing.T) {
+	for _, r := range []Recipe{
+		mlpRecipe(729, 256, 1024, 4),
+		gemmRecipe(3000, 64, 48, 2), // 3000 rows: no row block within the kernel's 768 on 2 tiles
+	} {
+		var ch *low.Choice
+		for _, f := range compile(t, r).Recipe.Finalists {
+			if f.Plan.Mid != nil && f.Plan.Q > 1 { // the best-estimated one
+				c := f.Plan
+				ch = &c
+				break
+			}
+		}
+		if ch == nil {
+			t.Fatalf("%+v: no mid finalist in row chunks", r.Flags)
+		}
+		r.Plan = ch
+		res := compile(t, r)
+		if res.Plan.Mid == nil || res.Plan.Mid.Chunks != ch.Q {
+			t.Fatalf("%+v: recorded %v, built %v", r.Flags, ch, res.Plan.Choice())
+		}
+		if !hasLoop(res.Plan.Programs[0].Calls[1]) {
+			t.Fatal("the chunks are not a runtime loop")
+		}
+		t.Logf("plan %v", res.Plan.Choice())
+		buildAndRun(t, r)
+	}
 }
 
 func hasLoop(ops []low.Op) bool {
@@ -419,5 +462,30 @@ func TestRandomShapes(t *testing.T) {
 		}
 		name, _ := graph.WorkloadName(r.Workload, r.Flags)
 		t.Run(name+"-t"+itoa(r.Tiles), func(t *testing.T) { buildAndRun(t, r) })
+	}
+}
+
+// TestRecordedPlanIsTheChosenOne: compiling a recipe that records the
+// plan a search chose gives that plan again, low passes included (the
+// recorded path once skipped them, so `ipu run FILE` and rebuilt recipes
+// got more exchange transfers than the package they came from).
+func TestRecordedPlanIsTheChosenOne(t *testing.T) {
+	for _, r := range []Recipe{mlpRecipe(64, 128, 512, 64), mlpRecipe(729, 256, 1024, 4)} {
+		res := compile(t, r)
+		rec := r
+		rec.Plan = res.Recipe.Plan
+		again := compile(t, rec)
+		if !again.Plan.Choice().Equal(res.Plan.Choice()) || again.Plan.Estimate != res.Plan.Estimate {
+			t.Fatalf("%+v: recorded %v (estimate %+v), rebuilt %v (estimate %+v)", r.Flags.MLP, res.Plan.Choice(), res.Plan.Estimate,
+				again.Plan.Choice(), again.Plan.Estimate)
+		}
+		if len(again.Plan.Exchanges) != len(res.Plan.Exchanges) {
+			t.Fatalf("%d exchange phases, rebuilt %d", len(res.Plan.Exchanges), len(again.Plan.Exchanges))
+		}
+		for i, ph := range res.Plan.Exchanges {
+			if n := len(again.Plan.Exchanges[i].Transfers); n != len(ph.Transfers) {
+				t.Errorf("%v: phase %q: %d transfers, rebuilt from the recipe %d", res.Plan.Choice(), ph.Name, len(ph.Transfers), n)
+			}
+		}
 	}
 }

@@ -21,7 +21,8 @@ type Choice struct {
 	Stream   bool `json:"stream,omitempty"`
 	ColMajor bool `json:"column_major,omitempty"`
 	// Mid, when set, names a compiler/mid plan instead of a v0 candidate:
-	// each GEMM's grid in graph order (R, C and the rest are then zero).
+	// each GEMM's grid in graph order (Q is then its row chunks, zero for
+	// none; R, C and the rest are zero).
 	Mid []GemmGrid `json:"mid,omitempty"`
 }
 
@@ -38,6 +39,9 @@ func (c Choice) String() string {
 		s := "mid"
 		for _, g := range c.Mid {
 			s += fmt.Sprintf(" %dx%dx%d", g.Rows, g.Cols, g.Inner)
+		}
+		if c.Q > 1 {
+			s += fmt.Sprintf(" q=%d", c.Q)
 		}
 		return s
 	}
@@ -67,6 +71,9 @@ func (pl *Plan) Choice() Choice {
 		var ch Choice
 		for _, g := range pl.Mid.Gemms {
 			ch.Mid = append(ch.Mid, GemmGrid{Rows: g.Rows.Count, Cols: g.Cols.Count, Inner: g.Inner.Count})
+		}
+		if pl.Mid.Chunks > 1 {
+			ch.Q = pl.Mid.Chunks
 		}
 		return ch
 	}
@@ -196,13 +203,10 @@ func (pl *Plan) PhaseRuns() []int {
 // PhaseOverheadCycles is what the cost model charges one exchange phase
 // beyond the phase itself (its events from the common start to the last
 // tile's last event, which include the route and payload latency): the
-// global sync, and the supervisor's sync 2 / sync 3 (MLP) or the GEMM
-// model's fixed allowance.
+// global sync and the supervisor's sync 2 / sync 3, the same for every
+// plan.
 func (pl *Plan) PhaseOverheadCycles() int {
-	if pl.Problem.Kind == KindMLP || pl.Mid != nil {
-		return ipu21.GlobalSyncCycles + phaseCycles
-	}
-	return ipu21.GlobalSyncCycles + 1 + 44
+	return ipu21.GlobalSyncCycles + phaseCycles
 }
 
 // Costed returns the estimate with the modelled exchange replaced by the

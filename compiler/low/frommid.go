@@ -32,6 +32,16 @@ package low
 // phase multicasts them down the grid columns), and reads the last GEMM's
 // result from where it lies (O or Y, AMP output order); every binding
 // slice carries its rectangle and order (HostSlice.Block).
+//
+// A plan in row chunks (mid.Plan.Chunks = Q > 1) runs one chunk's timed
+// ops as a runtime loop of Q iterations. The host writes the input into
+// X0 instead: cell (i, j, p) of the first GEMM keeps its piece
+// (mid.GemmPlan.InputPiece) of block (i, p) of every chunk, copies the
+// current chunk's piece into its place in L0, and the input exchange
+// multicasts the pieces along the grid row. The last GEMM's result buffer
+// holds every chunk's block; X0 and it advance by one chunk per iteration
+// (chunkOps). The last chunk's rows past M are zero padding
+// (HostBinding.PadRows).
 
 import (
 	"fmt"
@@ -101,6 +111,14 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	pl := &Plan{Problem: p, Tiles: T, Mid: mp, GeluPrecise: opts.GeluPrecise, Conservative: opts.Conservative}
 	pl.initPrograms()
 	gs := mp.Gemms
+	// Row chunks: the run call's timed part is one chunk's, looped Q
+	// times; X0 (each first-GEMM cell's input piece of every chunk) and
+	// the last GEMM's result buffer (every chunk's block) advance by one
+	// chunk per iteration.
+	Q := max(mp.Chunks, 1)
+	lastO := len(gs) - 1
+	xStep := make([]int, T)   // bytes of a tile's input piece per chunk
+	outStep := make([]int, T) // bytes of a tile's result block per chunk
 	precise := 0
 	if opts.GeluPrecise {
 		precise = 1
@@ -132,19 +150,31 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			if g.Inner.Count == 1 {
 				out = result
 			}
+			oBytes := r * cc * 2
+			if Q > 1 && o == lastO && g.Inner.Count == 1 {
+				outStep[l], oBytes, out = oBytes, Q*oBytes, [2]int{}
+			}
 			tp.Buffers = append(tp.Buffers,
 				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
 				Buffer{Name: W, Bytes: k * cc * 2, Align: 32, Region: kernels.Interleaved},
-				Buffer{Name: O, Bytes: r * cc * 2, Align: 32, Apart: []string{L}, Live: out})
+				Buffer{Name: O, Bytes: oBytes, Align: 32, Apart: []string{L}, Live: out})
+			if pc := g.InputPiece(c.j, c.p); Q > 1 && o == 0 && pc.Len() > 0 {
+				xStep[l] = r * pc.Len() * 2
+				tp.Buffers = append(tp.Buffers, Buffer{Name: "X0", Bytes: Q * xStep[l], Align: 32})
+			}
 			if lc, ok := outLoc(g, o, c); ok && g.Bias != nil {
 				tp.Buffers = append(tp.Buffers, Buffer{Name: bufName("B", o), Bytes: lc.cols.Len() * 2, Align: 32})
 			}
 			if g.Inner.Count > 1 {
 				if s := g.Slice(c.j, c.p).Len(); s > 0 {
 					n := r * s
+					yBytes, yLive := n*2, result
+					if Q > 1 && o == lastO {
+						outStep[l], yBytes, yLive = yBytes, Q*yBytes, [2]int{}
+					}
 					tp.Buffers = append(tp.Buffers,
 						Buffer{Name: bufName("R", o), Bytes: g.Inner.Count * n * 2, Align: 32, Live: work},
-						Buffer{Name: bufName("Y", o), Bytes: n * 2, Align: 32, Live: result})
+						Buffer{Name: bufName("Y", o), Bytes: yBytes, Align: 32, Live: yLive})
 				}
 			}
 		}
@@ -153,7 +183,25 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	// Host bindings.
 	g0, last := gs[0], gs[len(gs)-1]
 	in := HostBinding{Name: p.Input, Kind: ipuexe.KindInput, Rows: g0.M, Cols: g0.K}
-	for i := 0; i < g0.Rows.Count; i++ {
+	if Q > 1 {
+		// Chunk after chunk, each cell's piece of the chunk's block.
+		rc := g0.M
+		in.Rows, in.PadRows = g0.TotalM, Q*rc
+		for k := 0; k < Q; k++ {
+			for l := 0; l < g0.ActiveTiles(); l++ {
+				c, _ := cellOf(g0, l)
+				pc := g0.InputPiece(c.j, c.p)
+				if pc.Len() == 0 {
+					continue
+				}
+				rs := g0.Rows.Span(c.i)
+				in.Slices = append(in.Slices, HostSlice{Tile: l, Ref: Ref{Buf: "X0", Off: k * xStep[l]}, Offset: in.Bytes, Length: xStep[l],
+					Block: &Rect{Rows: mid.Span{Lo: k*rc + rs.Lo, Hi: k*rc + rs.Hi}, Cols: pc, Order: mid.AMPLeft}})
+				in.Bytes += xStep[l]
+			}
+		}
+	}
+	for i := 0; i < g0.Rows.Count && Q == 1; i++ {
 		for q := 0; q < g0.Inner.Count; q++ {
 			rs, ks := g0.Rows.Span(i), g0.Inner.Span(q)
 			n := rs.Len() * ks.Len() * 2
@@ -195,16 +243,22 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		pl.Weights = append(pl.Weights, b)
 	}
 	out := HostBinding{Name: p.Output, Kind: ipuexe.KindOutput, Rows: last.M, Cols: last.N}
-	for l := 0; l < last.ActiveTiles(); l++ {
-		c, _ := cellOf(last, l)
-		lc, ok := outLoc(last, len(gs)-1, c)
-		if !ok {
-			continue
+	if Q > 1 {
+		out.Rows, out.PadRows = last.TotalM, Q*last.M
+	}
+	for k := 0; k < Q; k++ {
+		for l := 0; l < last.ActiveTiles(); l++ {
+			c, _ := cellOf(last, l)
+			lc, ok := outLoc(last, len(gs)-1, c)
+			if !ok {
+				continue
+			}
+			n := lc.rows.Len() * lc.cols.Len() * 2
+			rows := mid.Span{Lo: k*last.M + lc.rows.Lo, Hi: k*last.M + lc.rows.Hi}
+			out.Slices = append(out.Slices, HostSlice{Tile: l, Ref: Ref{Buf: lc.buf, Off: k * n}, Offset: out.Bytes, Length: n,
+				Block: &Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
+			out.Bytes += n
 		}
-		n := lc.rows.Len() * lc.cols.Len() * 2
-		out.Slices = append(out.Slices, HostSlice{Tile: l, Ref: Ref{Buf: lc.buf}, Offset: out.Bytes, Length: n,
-			Block: &Rect{Rows: lc.rows, Cols: lc.cols, Order: mid.AMPOut}})
-		out.Bytes += n
 	}
 	pl.Outputs = []HostBinding{out}
 
@@ -255,6 +309,21 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	timed := make([][]Op, T)
 	for o, g := range gs {
 		name := g.Node.Name
+		if o == 0 && Q > 1 {
+			// Each cell's piece of the chunk, from X0 into its place in
+			// the left panel, where the input exchange sends it from.
+			for l := 0; l < g.ActiveTiles(); l++ {
+				c, _ := cellOf(g, l)
+				pc := g.InputPiece(c.j, c.p)
+				if pc.Len() == 0 {
+					continue
+				}
+				dst := loc{"L0", g.Rows.Span(c.i), g.Inner.Span(c.p)}
+				timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": xStep[l]},
+					Args: []Arg{{"$m2", Ref{Buf: "L0", Off: dst.offset(dst.rows.Lo, pc.Lo)}}, {"$m3", Ref{Buf: "X0"}}},
+					Node: g.Left.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own piece cols %v of the chunk's input", c.i, c.j, c.p, pc)})
+			}
+		}
 		// Input exchange: rectangles of the left operand from their
 		// holders into L<o>.
 		if st := stages[name+".in"]; st != nil && len(st.Transfers) > 0 {
@@ -262,7 +331,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			src := func(t int) (loc, error) {
 				if o == 0 {
 					c, ok := cellOf(g0, t)
-					if !ok || c.j != 0 {
+					if !ok || (c.j != 0 && Q == 1) {
 						return loc{}, fmt.Errorf("BUG: tile %d holds no input block", t)
 					}
 					return loc{"L0", g0.Rows.Span(c.i), g0.Inner.Span(c.p)}, nil
@@ -371,6 +440,18 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
+	if Q > 1 {
+		outBuf := bufName("O", lastO)
+		if last.Inner.Count > 1 {
+			outBuf = bufName("Y", lastO)
+		}
+		for l := range timed {
+			chunk0 := timed[l]
+			timed[l] = loopOps(Q, 0, func(k int) []Op {
+				return chunkOps(chunk0, k, map[string]int{"X0": xStep[l], outBuf: outStep[l]})
+			})
+		}
+	}
 	pl.hostCalls(func(t *TileProgram) (init, run []Op) {
 		if wPhase >= 0 {
 			init = append(init, Op{Kind: OpExchange, Phase: wPhase, Why: "weights down the grid columns"})
@@ -383,6 +464,44 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	pl.Estimate = pl.midEstimate()
 	pl.addHostSkew()
 	return pl, nil
+}
+
+// chunkOps is chunk k's copy of one chunk's ops: the refs into the
+// buffers of steps advanced by k times the buffer's step.
+func chunkOps(ops []Op, k int, steps map[string]int) []Op {
+	out := make([]Op, len(ops))
+	for i, op := range ops {
+		op.Args = append([]Arg(nil), op.Args...)
+		for a := range op.Args {
+			op.Args[a].Ref.Off += k * steps[op.Args[a].Ref.Buf]
+		}
+		op.Dst.Off += k * steps[op.Dst.Buf]
+		out[i] = op
+	}
+	return out
+}
+
+// walkOps visits ops and the bodies of their loops.
+func walkOps(ops []Op, visit func(*Op)) {
+	for i := range ops {
+		visit(&ops[i])
+		walkOps(ops[i].Body, visit)
+	}
+}
+
+// flatOps is ops with every loop unrolled (iteration k's refs advanced).
+func flatOps(ops []Op) []Op {
+	var out []Op
+	for _, op := range ops {
+		if op.Kind != OpLoop {
+			out = append(out, op)
+			continue
+		}
+		for k := 0; k < op.Count; k++ {
+			out = append(out, flatOps(advance(op.Body, op.Depth, k))...)
+		}
+	}
+	return out
 }
 
 // localCopies copy into dst the rectangle of prev's result that tile l
@@ -450,29 +569,37 @@ func keyOf(op *Op) (specKey, bool) {
 	return k, known == len(op.Params)
 }
 
-// checkMid checks every kernel specialisation against its limits and
-// every distinct tile's buffers against opts.Fits.
+// checkMid checks the phase count against opts.MaxPhases, every kernel
+// specialisation against its limits and every distinct tile's buffers
+// against opts.Fits.
 func (pl *Plan) checkMid(opts Options) error {
+	if opts.MaxPhases > 0 && len(pl.Exchanges) > opts.MaxPhases {
+		return fmt.Errorf("%d exchange phases, the runtime's row table holds %d (the GEMMs are unrolled)", len(pl.Exchanges), opts.MaxPhases)
+	}
 	seen := map[specKey]bool{}
 	fit := map[string]bool{}
 	for l := range pl.Programs {
 		tp := &pl.Programs[l]
-		for _, op := range tp.Calls[1] {
-			if op.Kind != OpKernel {
-				continue
+		var err error
+		walkOps(tp.Calls[1], func(op *Op) {
+			if op.Kind != OpKernel || err != nil {
+				return
 			}
-			key, ok := keyOf(&op)
+			key, ok := keyOf(op)
 			if ok && seen[key] {
-				continue
+				return
 			}
 			seen[key] = ok
-			k, err := kernels.Lookup(op.Kernel)
-			if err == nil {
-				_, err = k.Resolve(op.Params)
+			k, lerr := kernels.Lookup(op.Kernel)
+			if lerr == nil {
+				_, lerr = k.Resolve(op.Params)
 			}
-			if err != nil {
-				return fmt.Errorf("tile %d: %s %s: %w", l, op.Kernel, op.Params, err)
+			if lerr != nil {
+				err = fmt.Errorf("tile %d: %s %s: %w", l, op.Kernel, op.Params, lerr)
 			}
+		})
+		if err != nil {
+			return err
 		}
 		if c := pl.EstimatedCodeBytes(l); c > CodeBytes {
 			return fmt.Errorf("tile %d: about %d bytes of code (the GEMMs are unrolled), the code area holds %d", l, c, CodeBytes)
@@ -514,13 +641,13 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 	instrs := 80 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*len(tp.Calls[1])
 	code := 0
 	seen := map[specKey]bool{}
-	for _, op := range tp.Calls[1] {
+	walkOps(tp.Calls[1], func(op *Op) {
 		if op.Kind != OpKernel {
-			continue
+			return
 		}
-		key, ok := keyOf(&op)
+		key, ok := keyOf(op)
 		if ok && seen[key] {
-			continue
+			return
 		}
 		seen[key] = ok
 		switch op.Kernel {
@@ -538,7 +665,7 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 		default:
 			code += 160
 		}
-	}
+	})
 	return 4*instrs + code
 }
 
@@ -556,7 +683,7 @@ func (pl *Plan) midEstimate() Estimate {
 	for l := range pl.Programs {
 		s := 0
 		timed := false
-		for _, op := range pl.Programs[l].Calls[1] {
+		for _, op := range flatOps(pl.Programs[l].Calls[1]) {
 			switch op.Kind {
 			case OpSample:
 				timed = op.Sample == 0
@@ -621,13 +748,13 @@ func (pl *Plan) midEstimate() Estimate {
 		clear(recv)
 		for _, t := range ph.Transfers {
 			// Destinations whose partner tile receives the transfer too
-			// take it as paired items (compiler/exchange pairs transfers
-			// of at least 128 words): half the events; the sender spends
-			// half the events on them and borrows its partner's lane.
+			// take it as paired items (when cost.Pairs): half the events;
+			// the sender spends half the events on them and borrows its
+			// partner's lane.
 			b := 4 * t.Words
 			paired, plain := false, false
 			for k, d := range t.Dsts {
-				if t.Words >= 128 && ((k > 0 && t.Dsts[k-1].Tile == d.Tile^1) || (k+1 < len(t.Dsts) && t.Dsts[k+1].Tile == d.Tile^1)) {
+				if cost.Pairs(t.Words) && ((k > 0 && t.Dsts[k-1].Tile == d.Tile^1) || (k+1 < len(t.Dsts) && t.Dsts[k+1].Tile == d.Tile^1)) {
 					recv[d.Tile] += b / 2
 					paired = true
 				} else {

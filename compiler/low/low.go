@@ -169,6 +169,10 @@ type HostBinding struct {
 	// Rows and Cols are the tensor's real matrix shape (for slices with
 	// a Block; zero otherwise).
 	Rows, Cols int
+	// PadRows, when above Rows, is the rows of the padded matrix the
+	// blocks may reach (row chunks: the last chunk's rows past Rows are
+	// zero padding on upload and dropped on read-back).
+	PadRows int
 }
 
 // HostTransfer moves part of a binding slice through the tile's slot.
@@ -256,6 +260,10 @@ type Options struct {
 	// Fits reports whether a tile's buffers can be placed (compiler/place);
 	// nil accepts every grid.
 	Fits func([]Buffer) error
+	// MaxPhases is how many exchange phases the runtime's row table holds
+	// (compiler/place.MaxRowPhases); 0 sets no limit. A mid plan with more
+	// is refused (so that the rerank drops it).
+	MaxPhases int
 	// ForceR and ForceC force the grid (R rows, C columns) instead of the
 	// v0 choice (tests); 0 leaves a dimension to the planner.
 	ForceR, ForceC int
@@ -298,11 +306,15 @@ const MinReduceChunk = 64
 // MaxReduceParts is reduce_add_f16's part limit, which bounds C for the MLP.
 const MaxReduceParts = 85
 
+// exchangeCycles is the model of a phase in which the busiest tile moves
+// words words, in the form every plan's estimate uses (midEstimate, the
+// MLP's): the endpoint bound with latency and global sync
+// (cost.ExchangePhase) plus the supervisor's phase overhead.
 func exchangeCycles(words int) int {
 	if words == 0 {
 		return 0
 	}
-	return words + ipu21.GlobalSyncCycles + 1 + ipu21.MaxTimeToMux + ipu21.PayloadLatency + 44
+	return int(cost.ExchangePhase(ipu21.IPU21(), 4*words, 4*words)) + phaseCycles
 }
 
 // newGrid builds the grid for R x C.
@@ -578,9 +590,12 @@ func (pl *Plan) hostCalls(ops func(t *TileProgram) (init, timed []Op)) {
 	runPhases, runCopies := hostPhases(uploads(ipuexe.KindInput, pl.Inputs))
 	// Outputs: one piece per phase per tile.
 	var outPhases [][]HostTransfer
+	next := map[int]int{} // the next phase of each tile's slot
 	for b, ob := range pl.Outputs {
 		for s, sl := range ob.Slices {
-			for k, pc := range pieces(sl.Length) {
+			for _, pc := range pieces(sl.Length) {
+				k := next[sl.Tile]
+				next[sl.Tile]++
 				for len(outPhases) <= k {
 					outPhases = append(outPhases, nil)
 				}

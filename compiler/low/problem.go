@@ -6,10 +6,12 @@
 //
 // Two plan families are lowered. FromMid (frommid.go) lowers a plan of the
 // costed planner, compiler/mid: every GEMM on its own rows x columns x K
-// grid. The v0 family (this file, low.go, mlp.go) is a fixed family of
-// grids searched with compiler/cost, kept because it covers what the mid
-// planner does not (row chunks, streamed weights) and as a second opinion
-// in the build's finalist rerank: a GEMM C[M][N] = A[M][K] x B[K][N] runs on
+// grid, whole or in row chunks. The v0 family (this file, low.go, mlp.go)
+// is a fixed family of grids searched with compiler/cost, kept only as the
+// driver's fallback when the mid planner has no plan or only row-chunked
+// ones (it still covers streamed weights and a runtime loop over MLP
+// blocks, which the mid lowering does not, and its flat in-place
+// activations win some chunked shapes): a GEMM C[M][N] = A[M][K] x B[K][N] runs on
 // an R x Cg grid of tiles over (row blocks of M, column blocks of N in
 // groups of 16), each tile with the full K. Tile (i, j) holds the AMP right
 // panel of B[:, cols_j] (a weight, uploaded by call "initialize" to the

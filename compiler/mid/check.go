@@ -119,8 +119,8 @@ func (p *Plan) Check() error {
 			}
 		}
 	}
-	if total != p.Cycles {
-		return fmt.Errorf("stage cycles add up to %d, plan says %d", total, p.Cycles)
+	if total*int64(p.Chunks) != p.Cycles {
+		return fmt.Errorf("stage cycles add up to %d per chunk (%d chunks), plan says %d", total, p.Chunks, p.Cycles)
 	}
 	if p.SearchCycles != p.Cycles {
 		return fmt.Errorf("search costed %d cycles, materialised plan %d", p.SearchCycles, p.Cycles)

@@ -39,11 +39,10 @@ type need struct {
 //
 // Paired items: a destination whose partner tile (logical t^1) receives
 // the same atom can take it as 64-bit items, half the receive events, when
-// the lowering's transfers of it are long enough (compiler/exchange pairs
-// transfers of at least 128 words; the lowering sends one transfer per
-// 16-column group of rows*8 words, merged into one when the atom spans the
-// whole rows of both blocks); the sender then spends half the events and
-// borrows its partner's outgoing lane for them.
+// the lowering's transfers of it are long enough (cost.Pairs; the lowering
+// sends one transfer per 16-column group of rows*8 words, merged into one
+// when the atom spans the whole rows of both blocks); the sender then
+// spends half the events and borrows its partner's outgoing lane for them.
 func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer), self func(tile int, rows, cols Span)) {
 	type seg struct {
 		s    Span
@@ -87,7 +86,9 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 				continue
 			}
 			bytes := r.s.Len() * c.s.Len() * elem
-			long := r.s.Len() >= 16 || (bytes >= 512 && r.s == h.rows[r.a] && r.s == n.rows[r.b])
+			// One transfer per 16-column group (rows x 8 words), or one
+			// for the whole atom when it spans whole rows of both blocks.
+			long := cost.Pairs(r.s.Len()*8) || (cost.Pairs(bytes/4) && r.s == h.rows[r.a] && r.s == n.rows[r.b])
 			if !slices.IsSorted(to) {
 				slices.Sort(to) // needs list their tiles in grid order; keep the partner test cheap
 			}
@@ -202,6 +203,42 @@ func hostLayout(g *GemmPlan) *layout {
 	return l
 }
 
+// spreadLayout is where the host writes a graph input consumed as g's left
+// operand in a chunked plan (g.Chunks > 1): each chunk's block (i, p) is
+// cut into pieces of whole 16-column groups, balanced over the cells of
+// its grid row (Tile(i, j, p) holds piece j of every chunk), so that the
+// input of all chunks is spread over the grid instead of loading one tile.
+// Per chunk, each cell copies its own piece into its left panel and the
+// input exchange multicasts the pieces along the grid row.
+func spreadLayout(g *GemmPlan) *layout {
+	l := &layout{value: g.Left, rows: g.Rows.Spans(), order: AMPLeft}
+	type owner struct{ j, p int }
+	var owners []owner
+	for p := 0; p < g.Inner.Count; p++ {
+		for j := 0; j < g.Cols.Count; j++ {
+			if pc := g.InputPiece(j, p); pc.Len() > 0 {
+				l.cols = append(l.cols, pc)
+				owners = append(owners, owner{j, p})
+			}
+		}
+	}
+	for i := range l.rows {
+		for _, o := range owners {
+			l.tile = append(l.tile, g.Tile(i, o.j, o.p))
+		}
+	}
+	return l
+}
+
+// InputLayout is where the host writes a graph input consumed as g's left
+// operand: hostLayout, or spreadLayout in a chunked plan.
+func inputLayout(g *GemmPlan) *layout {
+	if g.Chunks > 1 {
+		return spreadLayout(g)
+	}
+	return hostLayout(g)
+}
+
 // outLayout is where g's result lives after its last compute stage.
 func outLayout(g *GemmPlan) *layout {
 	l := &layout{value: g.Out, rows: g.Rows.Spans(), order: AMPOut}
@@ -240,14 +277,17 @@ type opEval struct {
 	weights []int // resident weight bytes per tile
 	work    []int // working bytes per tile while the op runs
 	held    []int // bytes of the result held per tile afterwards
-	out     *layout
+	// fixed are bytes per tile live for the whole program besides the
+	// weights: a chunked plan's input pieces and results of every chunk.
+	fixed []int
+	out   *layout
 }
 
 // evalGemm costs plan g whose left operand is held as src (nil: a graph
 // input, written by the host in hostLayout(g)). prevHeld is the per-tile
 // size of src's pieces (nil for host inputs: they are counted in work).
 func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, detail bool) *opEval {
-	e := &opEval{weights: make([]int, tiles), work: make([]int, tiles), held: make([]int, tiles)}
+	e := &opEval{weights: make([]int, tiles), work: make([]int, tiles), held: make([]int, tiles), fixed: make([]int, tiles)}
 	send, recv := make([]int, tiles), make([]int, tiles)
 	var tr []Transfer
 	emit := func(t Transfer) { tr = append(tr, t) }
@@ -274,6 +314,18 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}}
 				})
 			}
+		}
+	} else if g.Chunks > 1 {
+		// A chunked plan's input: each cell keeps its piece of every
+		// chunk and copies the current chunk's into its left panel.
+		src = spreadLayout(g)
+		self = func(t int, rows, cols Span) {
+			n := rows.Len() * cols.Len() * 2
+			e.fixed[t] += cost.Align(n*g.Chunks, 32)
+			add(t, m.cycles(kCopy, n, 0, 0), func(cyc int64) Call {
+				return Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+					Reads: []Ref{{g.Left, -1, rows, cols}}}
+			})
 		}
 	} else {
 		src = hostLayout(g)
@@ -423,6 +475,9 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(
 		})
 		e.work[t] += cost.Align(n*2, 32)
 		e.held[t] += cost.Align(n*2, 32)
+		if g.Chunks > 1 {
+			e.fixed[t] += cost.Align(n*2*g.Chunks, 32) // every chunk's result stays
+		}
 	}
 }
 

@@ -65,6 +65,14 @@ type GemmPlan struct {
 	Weights           WeightPlacement
 	Kernel            string // "gemm_f16"
 	Reduce            ReduceKind
+	// Chunks is how many row chunks the chain runs in (1: none): M is
+	// then the rows of one chunk, every chunk runs the same stages on the
+	// same tiles (a runtime loop), and TotalM rows of the input and output
+	// (Chunks x M, the last chunk padded with zero rows) stay on the
+	// device: the input spread over the first GEMM's grid rows
+	// (spreadLayout), the result beside its holders' blocks.
+	Chunks int
+	TotalM int // the real rows of all chunks (M when Chunks is 1)
 }
 
 // Tile is the logical tile of cell (i, j, p). The column index runs
@@ -85,6 +93,17 @@ func (g *GemmPlan) InputHolders(i, p int) []int {
 		return []int{t, g.Tile(i, 1, p)}
 	}
 	return []int{t}
+}
+
+// InputPiece is the piece of block (i, p) of a graph input that cell
+// (i, j, p) keeps for every chunk in a chunked plan (spreadLayout): whole
+// 16-column groups of the block's K span, balanced over the grid row's
+// cells; empty when the block has fewer groups than the row has cells.
+func (g *GemmPlan) InputPiece(j, p int) Span {
+	ks := g.Inner.Span(p)
+	groups := ks.Len() / 16
+	a, b := j*groups/g.Cols.Count, (j+1)*groups/g.Cols.Count
+	return Span{ks.Lo + 16*a, ks.Lo + 16*b}
 }
 
 // ActiveTiles is the number of grid cells.
@@ -110,9 +129,9 @@ func (g *GemmPlan) Describe() string {
 	for _, e := range g.Epilogue {
 		ep = append(ep, e.Op.String())
 	}
-	return fmt.Sprintf("%s: %dx%dx%d grid=%dx%dx%d (rows x cols x ksplit) tiles=%d block r=%d c=%d k=%d kernel=%s weights=resident reduce=%v epilogue=%v",
+	return fmt.Sprintf("%s: %dx%dx%d grid=%dx%dx%d (rows x cols x ksplit) tiles=%d block r=%d c=%d k=%d kernel=%s weights=resident reduce=%v epilogue=%v chunks=%d",
 		g.Node.Name, g.M, g.K, g.N, g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(),
-		g.Rows.Block, g.Cols.Block, g.Inner.Block, g.Kernel, g.Reduce == ReduceAdd, ep)
+		g.Rows.Block, g.Cols.Block, g.Inner.Block, g.Kernel, g.Reduce == ReduceAdd, ep, g.Chunks)
 }
 
 // Ref names a rectangle of a value (or of one K-split partial of a GEMM
@@ -187,7 +206,11 @@ type Plan struct {
 	Formats []*Format
 	Stages  []Stage
 
-	Cycles       int64 // predicted total (sum of stage cycles)
+	// Chunks is the chain's row chunks (GemmPlan.Chunks): the stages are
+	// one chunk's, run Chunks times.
+	Chunks int
+
+	Cycles       int64 // predicted total (sum of stage cycles, times Chunks)
 	PeakBytes    int   // predicted peak data bytes on the busiest tile
 	WeightBytes  int   // resident weight bytes on the busiest tile
 	ActiveTiles  int

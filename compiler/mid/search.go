@@ -2,6 +2,7 @@ package mid
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -69,6 +70,8 @@ type gemmOp struct {
 	epilogue               []*graph.Node
 	output                 bool
 	m, k, n                int
+	// chunks: the chain runs in row chunks of m rows; totalM real rows.
+	chunks, totalM int
 }
 
 // chain extracts the GEMM chain of the graph: every Gemm's right operand is
@@ -111,7 +114,7 @@ func chain(g *graph.Graph) ([]gemmOp, error) {
 				return nil, fmt.Errorf("mid: gemm %q: operands used more than once are not supported", n.Name)
 			}
 			_, m, k, nn := n.GemmDims()
-			ops = append(ops, gemmOp{node: n, left: a, right: w, out: n, m: m, k: k, n: nn})
+			ops = append(ops, gemmOp{node: n, left: a, right: w, out: n, m: m, k: k, n: nn, chunks: 1, totalM: m})
 			prev = n
 		case graph.OpGelu:
 			if len(ops) == 0 || n.Inputs[0] != prev || uses[prev.ID] != 1 || isOut[prev.ID] {
@@ -219,7 +222,7 @@ func candidates(op gemmOp, tiles, budget, region1 int) []*GemmPlan {
 				}
 				g := &GemmPlan{Node: op.node, Left: op.left, Right: op.right, Bias: op.bias, Epilogue: op.epilogue, Out: op.out, Output: op.output,
 					M: op.m, K: op.k, N: op.n, Kp: kp, Np: np, Rows: rows, Cols: cols, Inner: inner,
-					Kernel: "gemm_f16", Weights: WeightsResident}
+					Kernel: "gemm_f16", Weights: WeightsResident, Chunks: op.chunks, TotalM: op.totalM}
 				if inner.Count > 1 {
 					g.Reduce = ReduceAdd
 					per := (c/16 + inner.Count - 1) / inner.Count
@@ -269,6 +272,7 @@ type state struct {
 	cycles  int64
 	weights []int // per tile, all ops so far
 	work    []int // per tile, max working set so far
+	fixed   []int // per tile, live for the whole program (chunked plans' inputs and results)
 	peak    int
 	out     *layout
 	held    []int
@@ -276,15 +280,16 @@ type state struct {
 
 func (s *state) extend(g *GemmPlan, e *opEval) *state {
 	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g), evals: append(append([]*opEval(nil), s.evals...), e),
-		cycles: s.cycles + e.cycles, out: e.out, held: e.held,
-		weights: make([]int, len(e.weights)), work: make([]int, len(e.work))}
+		cycles: s.cycles + e.cycles*int64(g.Chunks), out: e.out, held: e.held,
+		weights: make([]int, len(e.weights)), work: make([]int, len(e.work)), fixed: make([]int, len(e.fixed))}
 	for t := range n.weights {
 		if s.weights != nil {
-			n.weights[t], n.work[t] = s.weights[t], s.work[t]
+			n.weights[t], n.work[t], n.fixed[t] = s.weights[t], s.work[t], s.fixed[t]
 		}
 		n.weights[t] += e.weights[t]
+		n.fixed[t] += e.fixed[t]
 		n.work[t] = max(n.work[t], e.work[t])
-		n.peak = max(n.peak, n.weights[t]+n.work[t])
+		n.peak = max(n.peak, n.weights[t]+n.work[t]+n.fixed[t])
 	}
 	return n
 }
@@ -346,6 +351,15 @@ func pareto(states []*state, width int) []*state {
 // Search plans graph g on target t: candidate plans per GEMM, a beam over
 // the GEMM chain with Pareto retention (cycles, peak bytes per tile), memory
 // as a hard constraint, and the best finalists materialised into Plans.
+//
+// Row chunks are a dimension of the search: when no plan of the whole
+// rows fits (the input, the weights and the working set exceed a tile's
+// memory, as for the SigLIP MLP on 64 tiles), the chain is planned for
+// chunks of ceil(M/Q) rows run Q times on the same tiles (GemmPlan.Chunks),
+// for the smallest feasible Q and the next chunkTries larger distinct
+// chunk sizes, and the finalists are the cheapest over all of them. A
+// feasible unchunked plan is never chunked: chunking only adds copies and
+// phase overheads on the same grids.
 func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	opt.defaults(t)
 	ops, err := chain(g)
@@ -356,12 +370,101 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	region1 := cost.InterleavedBudget(t)
 	m := &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}
 	res := &Result{Budget: budget}
+	beam, stats, err := beamSearch(ops, opt, m, budget, region1)
+	if err != nil {
+		beam, stats = nil, nil
+		rows := ops[0].m
+		// Chunks shrink the working set only: when one-row chunks do not
+		// fit either (the weights alone do not), no chunking does.
+		if _, _, cerr := beamSearch(chunked(ops, 1, rows), opt, m, budget, region1); cerr != nil || rows < 2 {
+			return nil, err
+		}
+		tries, sizes := -1, 0 // chunk sizes tried since the first feasible one, and in all
+		for q, last := 2, rows; q <= rows && tries < chunkTries && sizes < maxChunkSizes; q++ {
+			rc := (rows + q - 1) / q
+			if rc == last {
+				continue
+			}
+			last = rc
+			sizes++
+			if tries >= 0 {
+				tries++
+			}
+			b, st, cerr := beamSearch(chunked(ops, rc, (rows+rc-1)/rc), opt, m, budget, region1)
+			if cerr != nil {
+				continue
+			}
+			tries = max(tries, 0)
+			// Of each chunking, its cheapest plan and its smallest: the
+			// planner's memory figure does not see the placement's
+			// element rules, so the finalists span the memory range.
+			small := b[0]
+			for _, s := range b {
+				if s.peak < small.peak {
+					small = s
+				}
+			}
+			beam = append(beam, b[0])
+			if small != b[0] {
+				beam = append(beam, small)
+			}
+			stats = append(stats, st...)
+		}
+		if len(beam) == 0 {
+			return nil, err
+		}
+		sort.SliceStable(beam, func(a, b int) bool {
+			if beam[a].cycles != beam[b].cycles {
+				return beam[a].cycles < beam[b].cycles
+			}
+			return beam[a].peak < beam[b].peak
+		})
+		opt.Finalists = len(beam)
+	}
+	res.Stats = stats
+	// Finalists: the cheapest complete plans (the beam is sorted by cycles).
+	for i, s := range beam {
+		if i >= opt.Finalists {
+			break
+		}
+		p := materialize(g, t, m, opt.Tiles, s)
+		for i := range p.Gemms {
+			p.Gemms[i].Kernel = kernels.GemmF16For(opt.Conservative)
+		}
+		res.Finalists = append(res.Finalists, p)
+		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d chunks=%d %s",
+			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, p.Chunks, gridSummary(p))
+	}
+	return res, nil
+}
+
+// chunkTries is how many chunk sizes beyond the first feasible one Search
+// tries (more chunks of fewer rows cost more phase overheads).
+const chunkTries = 6
+
+// maxChunkSizes bounds the chunk sizes tried in all (a chain that does
+// not fit in 64 distinct chunkings is refused).
+const maxChunkSizes = 64
+
+// chunked is the chain planned in q row chunks of rc rows.
+func chunked(ops []gemmOp, rc, q int) []gemmOp {
+	out := slices.Clone(ops)
+	for i := range out {
+		out[i].totalM, out[i].m, out[i].chunks = out[i].m, rc, q
+	}
+	return out
+}
+
+// beamSearch runs the beam over the chain: the final beam (sorted by
+// cycles) and each GEMM's statistics.
+func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1 int) ([]*state, []GemmStats, error) {
+	var stats []GemmStats
 	beam := []*state{{}}
 	for oi, op := range ops {
 		start := time.Now()
 		cands := candidates(op, opt.Tiles, budget, region1)
 		if len(cands) == 0 {
-			return nil, fmt.Errorf("mid: gemm %q (%dx%dx%d): no candidate fits %d tiles and %d bytes per tile", op.node.Name, op.m, op.k, op.n, opt.Tiles, budget)
+			return nil, nil, fmt.Errorf("mid: gemm %q (%dx%dx%d): no candidate fits %d tiles and %d bytes per tile", op.node.Name, op.m, op.k, op.n, opt.Tiles, budget)
 		}
 		// Rank candidates by a closed-form estimate of their largest cell
 		// (cheap), then cost the best ones exactly against every beam state.
@@ -387,28 +490,15 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 			}
 		}
 		if len(next) == 0 {
-			return nil, fmt.Errorf("mid: gemm %q: no plan fits the memory budget of %d bytes per tile", op.node.Name, budget)
+			return nil, nil, fmt.Errorf("mid: gemm %q: no plan fits the memory budget of %d bytes per tile", op.node.Name, budget)
 		}
 		beam = pareto(next, opt.BeamWidth)
 		st := GemmStats{Name: op.node.Name, Candidates: len(cands), Tried: tried, Elapsed: time.Since(start)}
-		res.Stats = append(res.Stats, st)
-		opt.Logf("construct_mid:gemm_candidates gemm=%s m=%d k=%d n=%d candidates=%d evaluated=%d beam=%d elapsed_ms=%.2f",
-			op.node.Name, op.m, op.k, op.n, st.Candidates, st.Tried, len(beam), float64(st.Elapsed.Microseconds())/1000)
+		stats = append(stats, st)
+		opt.Logf("construct_mid:gemm_candidates gemm=%s m=%d k=%d n=%d chunks=%d candidates=%d evaluated=%d beam=%d elapsed_ms=%.2f",
+			op.node.Name, op.m, op.k, op.n, op.chunks, st.Candidates, st.Tried, len(beam), float64(st.Elapsed.Microseconds())/1000)
 	}
-	// Finalists: the cheapest complete plans (the beam is sorted by cycles).
-	for i, s := range beam {
-		if i >= opt.Finalists {
-			break
-		}
-		p := materialize(g, t, m, opt.Tiles, s)
-		for i := range p.Gemms {
-			p.Gemms[i].Kernel = kernels.GemmF16For(opt.Conservative)
-		}
-		res.Finalists = append(res.Finalists, p)
-		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d %s",
-			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, gridSummary(p))
-	}
-	return res, nil
+	return beam, stats, nil
 }
 
 func gridSummary(p *Plan) string {
@@ -423,7 +513,7 @@ func gridSummary(p *Plan) string {
 // formats of every value, and the totals.
 func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state) *Plan {
 	p := &Plan{Graph: g, Target: t, Tiles: tiles, Gemms: s.gemms, Formats: make([]*Format, len(g.Nodes())),
-		Flops: g.GemmFlops(), SearchCycles: s.cycles, PeakBytes: s.peak, WeightBytes: s.weightPeak()}
+		Flops: g.GemmFlops(), SearchCycles: s.cycles, PeakBytes: s.peak, WeightBytes: s.weightPeak(), Chunks: s.gemms[0].Chunks}
 	var src *layout
 	var held []int
 	active := map[int]bool{}
@@ -432,7 +522,7 @@ func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state
 		p.Stages = append(p.Stages, e.stages...)
 		// Formats: the left input (host inputs only), the weights, the result.
 		if src == nil {
-			hl := hostLayout(gp)
+			hl := inputLayout(gp)
 			p.Formats[gp.Left.ID] = layoutFormat(hl, gp.Left, gp.K, AnyMemory)
 		}
 		wf := &Format{Value: gp.Right, Rows: gp.Kp, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: AMPRight, Mem: Interleaved}
@@ -454,12 +544,13 @@ func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state
 		p.Formats[gp.Out.ID] = of
 		src, held = e.out, e.held
 	}
+	q := int64(p.Chunks)
 	for _, st := range p.Stages {
-		p.Cycles += st.Cycles
+		p.Cycles += q * st.Cycles
 		if st.Kind == ExchangeStage {
-			p.ExchangeCyc += st.Cycles
+			p.ExchangeCyc += q * st.Cycles
 		} else {
-			p.ComputeCyc += st.Cycles
+			p.ComputeCyc += q * st.Cycles
 		}
 	}
 	p.ActiveTiles = len(active)
@@ -504,13 +595,21 @@ func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format 
 // package recorded, regenerated without a search. It fails when the grids
 // do not match the graph's GEMMs or a grid is not one the search could
 // have produced (a tiling with fewer non-empty blocks than asked, too many
-// tiles, kernel limits).
-func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int) (*Plan, error) {
+// tiles, kernel limits). chunks is the plan's row chunks (0 or 1: none).
+func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int, chunks int) (*Plan, error) {
 	opt := Options{Tiles: tiles}
 	opt.defaults(t)
 	ops, err := chain(g)
 	if err != nil {
 		return nil, err
+	}
+	if chunks > 1 {
+		rows := ops[0].m
+		rc := (rows + chunks - 1) / chunks
+		if chunks > rows || (rows+rc-1)/rc != chunks {
+			return nil, fmt.Errorf("mid: %d row chunks of %d rows: not a chunking the search produces", chunks, rows)
+		}
+		ops = chunked(ops, rc, chunks)
 	}
 	if len(grids) != len(ops) {
 		return nil, fmt.Errorf("mid: the recorded plan has %d GEMM grids, the graph %d GEMMs", len(grids), len(ops))
