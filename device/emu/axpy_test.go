@@ -39,8 +39,13 @@ func TestAxpy(t *testing.T) {
 			prog: []in{I("f32v2axpy", 14, 0, 2), I("f32v2axpy", 4, 14, 14)},
 			want: []regAt{wantA(4, 0), wantA(5, fb(r*2-4))}},
 		{name: "ZAACC clears the state", tas: fb(3), a: xy,
-			prog: []in{I("f32v2axpy", 14, 0, 2), I("setzi.a", 8, 1), I("uput", fpClr, 8), I("f32v2axpy", 4, 14, 14)},
+			prog: []in{I("f32v2axpy", 14, 0, 2), I("setzi.a", 8, fpClrZAACC), I("uput", fpClr, 8), I("f32v2axpy", 4, 14, 14)},
 			want: []regAt{wantA(4, 0), wantA(5, 0)}},
+		// Bits 0-2 of $FP_CLR clear the sticky flags (INV, DIV0, OFLO), not
+		// the accumulators: ZAACC is bit 3.
+		{name: "FP_CLR bits 0-2 leave the state", tas: fb(3), a: xy,
+			prog: []in{I("f32v2axpy", 14, 0, 2), I("setzi.a", 8, 7), I("uput", fpClr, 8), I("f32v2axpy", 4, 14, 14)},
+			want: []regAt{wantA(4, fb(13)), wantA(5, fb(26))}},
 		// Shared lanes: f16v4mix's lanes 0 and 1 come out of the next
 		// f32v2axpy as f32, unrounded (1 + 2^-12 is not an f16).
 		{name: "mix then axpy reads mix lanes 0 and 1 as f32", tas: hh(1, 1),

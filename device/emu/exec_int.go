@@ -485,7 +485,7 @@ func (t *Tile) putCSR(c *Context, n int, v uint32) {
 	if c.Worker >= 0 {
 		switch n {
 		case csrFPClr:
-			if v&1 != 0 { // ZAACC (docs/amp-and-pace.md)
+			if v&fpClrZAACC != 0 { // ZAACC (docs/amp-and-pace.md)
 				t.amp.acc[c.Worker] = ampAcc{}
 			}
 			return

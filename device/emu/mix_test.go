@@ -33,7 +33,7 @@ func TestMix(t *testing.T) {
 			prog: []in{I("f16v4mix", 4, 0, 2), I("f16v4gacc", 6)},
 			want: []regAt{wantA(6, 0x7C00), wantA(7, 0)}},
 		{name: "ZAACC clears the lanes", tas: hh(1, 1), a: append(x, y...),
-			prog: []in{I("f16v4mix", 4, 0, 2), I("setzi.a", 8, 1), I("uput", csrFPClr&0xFF, 8), I("f16v4gacc", 6)},
+			prog: []in{I("f16v4mix", 4, 0, 2), I("setzi.a", 8, fpClrZAACC), I("uput", csrFPClr&0xFF, 8), I("f16v4gacc", 6)},
 			want: []regAt{wantA(6, 0), wantA(7, 0)}},
 	}
 	for _, tc := range cases {

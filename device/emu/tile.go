@@ -44,6 +44,12 @@ const (
 	csrRepeatEnd   = 0x06 // worker
 	csrFPSts       = 0x100
 	csrFPClr       = 0x101
+	// fpClrZAACC is $FP_CLR's ZAACC bit: bit 3, after the sticky-flag clears
+	// INV, DIV0 and OFLO (bits 0-2), as the public IPU1 register constants
+	// give it (graphcore-ipu-research research/ipu1/ipu1_consts.c,
+	// CSR_W_FP_CLR__ZAACC__SHIFT = 3; ghidra/register_list.json lists the
+	// fields in that order). Code built against the SDK header writes 1<<3.
+	fpClrZAACC = 1 << 3
 	csrFPCtl       = 0x102
 	csrPRNGSeed    = 0x107 // worker upper space: writing it reseeds the generator (isa/csr.go)
 	csrTAS         = 0x108 // worker upper space: f32v2axpy scale (isa/csr.go)

@@ -74,7 +74,7 @@
 #define CSR_W_COUNT_U__INDEX 0x61
 #define CSR_W_FP_STS__INDEX 0x100
 #define CSR_W_FP_CLR__INDEX 0x101
-#define CSR_W_FP_CLR__ZAACC__SHIFT 0     // ipustack (docs/amp-and-pace.md)
+#define CSR_W_FP_CLR__ZAACC__SHIFT 3     // public IPU1 constants (ipu1_consts.c); bits 0-2 are INV, DIV0, OFLO
 #define CSR_W_FP_CLR__ZAACC__MASK 0x1
 #define CSR_W_FP_CTL__INDEX 0x102
 #define CSR_W_FP_CTL__ESR__SHIFT 5       // ipustack
