@@ -49,12 +49,12 @@ const (
 	// give it (graphcore-ipu-research research/ipu1/ipu1_consts.c,
 	// CSR_W_FP_CLR__ZAACC__SHIFT = 3; ghidra/register_list.json lists the
 	// fields in that order). Code built against the SDK header writes 1<<3.
-	fpClrZAACC = 1 << 3
-	csrFPCtl       = 0x102
-	csrPRNGSeed    = 0x107 // worker upper space: writing it reseeds the generator (isa/csr.go)
-	csrTAS         = 0x108 // worker upper space: f32v2axpy scale (isa/csr.go)
-	csrPRNG00      = 0x103 // 0x103..0x106: the urand64 generator state
-	numCSRs        = 0x200
+	fpClrZAACC  = 1 << 3
+	csrFPCtl    = 0x102
+	csrPRNGSeed = 0x107 // worker upper space: writing it reseeds the generator (isa/csr.go)
+	csrTAS      = 0x108 // worker upper space: f32v2axpy scale (isa/csr.go)
+	csrPRNG00   = 0x103 // 0x103..0x106: the urand64 generator state
+	numCSRs     = 0x200
 )
 
 // Register aliases used by worker start (isa/format.go names them).
