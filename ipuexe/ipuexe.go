@@ -240,11 +240,13 @@ func (b Block) Cols() uint32 { return b.ColHi - b.ColLo }
 // Order is the element order of a layout block.
 type Order uint8
 
-// Element orders (compiler/mid's format.go defines them).
+// Element orders of a layout block (compiler/mid plans with these same
+// values: mid.Order is this type).
 const (
 	// RowMajor: [rows][cols], a row stride of the block's column count.
 	RowMajor Order = iota
-	// AMPLeft: for each 16-column group, every row's 16 values.
+	// AMPLeft: the AMP left panel: for each 16-column group, every row's
+	// 16 values (32 bytes).
 	AMPLeft
 	// AMPRight: 16x16 blocks (16 columns x 16 inner rows), column-group
 	// major, inner-group minor; each column's 16 inner values together.

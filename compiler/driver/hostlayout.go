@@ -28,11 +28,7 @@ func layoutOf(pl *low.Plan, hb *low.HostBinding) ([]ipuexe.Block, error) {
 	case with == len(hb.Slices) && with > 0:
 		out := make([]ipuexe.Block, len(hb.Slices))
 		for i, sl := range hb.Slices {
-			o, err := order(sl.Block.Order)
-			if err != nil {
-				return nil, fmt.Errorf("host binding %q slice %d: %w", hb.Name, i, err)
-			}
-			out[i] = block(sl.Offset, sl.Block.Rows, sl.Block.Cols, o, hb.Rows, hb.Cols)
+			out[i] = block(sl.Offset, sl.Block.Rows, sl.Block.Cols, sl.Block.Order, hb.Rows, hb.Cols)
 		}
 		return out, nil
 	case with > 0:
@@ -47,20 +43,6 @@ func block(off int, rows, cols mid.Span, o ipuexe.Order, realRows, realCols int)
 	clamp := func(v, lo, hi int) uint32 { return uint32(max(lo, min(v, hi))) }
 	return ipuexe.Block{Offset: uint64(off), RowLo: uint32(rows.Lo), RowHi: uint32(rows.Hi), ColLo: uint32(cols.Lo), ColHi: uint32(cols.Hi),
 		RowEnd: clamp(realRows, rows.Lo, rows.Hi), ColEnd: clamp(realCols, cols.Lo, cols.Hi), Order: o}
-}
-
-func order(o mid.Order) (ipuexe.Order, error) {
-	switch o {
-	case mid.RowMajor:
-		return ipuexe.RowMajor, nil
-	case mid.AMPLeft:
-		return ipuexe.AMPLeft, nil
-	case mid.AMPRight:
-		return ipuexe.AMPRight, nil
-	case mid.AMPOut:
-		return ipuexe.AMPOut, nil
-	}
-	return 0, fmt.Errorf("unknown element order %v", o)
 }
 
 // v0Layout is the layout of a v0 plan's binding, by its role in the

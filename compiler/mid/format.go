@@ -24,41 +24,27 @@ import (
 	"fmt"
 
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipuexe"
 )
 
-// Order is the element order of a block of a value on a tile.
-type Order uint8
+// Order is the element order of a block of a value on a tile. It is the
+// package format's own type (ipuexe.Order, where each order's byte layout
+// is described), so a host binding's layout records a block's order as is.
+type Order = ipuexe.Order
 
 const (
-	// RowMajor: [rows][cols] with a row stride of the block's column count.
-	RowMajor Order = iota
-	// AMPLeft: the AMP left panel: for each group of 16 columns, all rows of
-	// 32 bytes (kernels.gemm "left"). A block of columns [16a, 16b) of a
-	// value is the concatenation of b-a column groups.
-	AMPLeft
-	// AMPRight: the AMP right panel (weights): 16x16 blocks (16 output
-	// columns x 16 inputs), column-group major, inner-group minor.
-	AMPRight
-	// AMPOut: the AMP output panel: for each group of 16 output columns, all
-	// rows of 32 bytes. Byte for byte the same layout as AMPLeft, which is
-	// why a GEMM output block can feed the next GEMM's left operand without
-	// repacking.
-	AMPOut
+	RowMajor = ipuexe.RowMajor
+	// AMPLeft is the AMP left panel (kernels.gemm "left"). A block of
+	// columns [16a, 16b) of a value is the concatenation of b-a column
+	// groups.
+	AMPLeft = ipuexe.AMPLeft
+	// AMPRight is the AMP right panel (weights).
+	AMPRight = ipuexe.AMPRight
+	// AMPOut is the AMP output panel: byte for byte AMPLeft's layout, which
+	// is why a GEMM output block can feed the next GEMM's left operand
+	// without repacking.
+	AMPOut = ipuexe.AMPOut
 )
-
-func (o Order) String() string {
-	switch o {
-	case RowMajor:
-		return "row-major"
-	case AMPLeft:
-		return "amp-left"
-	case AMPRight:
-		return "amp-right"
-	case AMPOut:
-		return "amp-out"
-	}
-	return fmt.Sprintf("order(%d)", uint8(o))
-}
 
 // MemClass says which SRAM region a block may live in.
 type MemClass uint8

@@ -16,17 +16,9 @@ const Name = "c600"
 
 func init() {
 	device.RegisterHardware(Name, DefaultNode, func(opts device.Options) (device.Device, error) {
-		var o Options
-		switch b := opts.Backend.(type) {
-		case nil:
-		case Options:
-			o = b
-		case *Options:
-			if b != nil {
-				o = *b
-			}
-		default:
-			return nil, fmt.Errorf("c600 backend options must be c600.Options, not %T", opts.Backend)
+		o, err := device.BackendOptions[Options]("c600", opts.Backend)
+		if err != nil {
+			return nil, err
 		}
 		return New(opts.Node, o, OpenCard), nil
 	})
@@ -41,26 +33,13 @@ type Options struct {
 	BootloaderELF []byte
 }
 
-type state uint8
-
-const (
-	stNew state = iota
-	stOpen
-	stInit
-	stLoaded
-	stSession
-	stClosed
-)
-
-var stateNames = [...]string{"new", "open", "initialized", "loaded", "in a session", "closed"}
-
 // Device is one C600 card, driven through a Card.
 type Device struct {
 	opts    Options
 	node    string
 	open    Opener
 	c       Card
-	st      state
+	st      device.Stage
 	plan    *ipuexe.HostPlan
 	mark    int
 	session *session
@@ -80,19 +59,17 @@ func (d *Device) Info() device.Info {
 	return device.Info{Name: Name, Path: d.node, Target: "ipu21", Tiles: ipu21.Tiles, ClockHz: ipu21.ClockHz}
 }
 
-func (d *Device) need(op string, want ...state) error {
-	for _, w := range want {
-		if d.st == w {
-			return nil
-		}
+func (d *Device) need(op string, want ...device.Stage) error {
+	if err := d.st.Need(op, want...); err != nil {
+		return fmt.Errorf("c600 %s: %w", d.node, err)
 	}
-	return fmt.Errorf("c600 %s: %s: the device is %s", d.node, op, stateNames[d.st])
+	return nil
 }
 
 // Open opens the card (the device node, the configuration window) and
 // attaches (USER_ATTACH 0, SET_IPU_ID 0).
 func (d *Device) Open(ctx context.Context) error {
-	if err := d.need("open", stNew); err != nil {
+	if err := d.need("open", device.StageNew); err != nil {
 		return err
 	}
 	c, err := d.open(d.node)
@@ -108,14 +85,14 @@ func (d *Device) Open(ctx context.Context) error {
 			return fmt.Errorf("c600 %s: %s (%#x): %w", d.node, s.what, s.req, err)
 		}
 	}
-	d.c, d.st = c, stOpen
+	d.c, d.st = c, device.StageOpen
 	return ctx.Err()
 }
 
 // Initialize runs the reset sequence: STOP_MONITORING, the mailbox check,
 // START_MONITORING, ACCUMULATE_ERRORS, RESET_DEVICE, SET_SECONDARY_IPU_ID.
 func (d *Device) Initialize(ctx context.Context) error {
-	if err := d.need("initialize", stOpen, stInit, stLoaded); err != nil {
+	if err := d.need("initialize", device.StageOpen, device.StageInitialized, device.StageLoaded); err != nil {
 		return err
 	}
 	if err := d.c.Ioctl(IoctlStopMonitoring, 0); err != nil {
@@ -139,7 +116,7 @@ func (d *Device) Initialize(ctx context.Context) error {
 	if err := d.c.SetSecondaryID(0); err != nil {
 		return fmt.Errorf("c600 %s: SET_SECONDARY_IPU_ID: %w", d.node, err)
 	}
-	d.plan, d.mark, d.st = nil, 0, stInit
+	d.plan, d.mark, d.st = nil, 0, device.StageInitialized
 	return ctx.Err()
 }
 
@@ -147,7 +124,7 @@ func (d *Device) Initialize(ctx context.Context) error {
 // GS2 (the capture's protocol writes), then zeroes both and checks they
 // read 0.
 func (d *Device) ReplayConfig(ctx context.Context, writes []config.Write) error {
-	if err := d.need("replay configuration", stInit); err != nil {
+	if err := d.need("replay configuration", device.StageInitialized); err != nil {
 		return err
 	}
 	for i, w := range writes {
@@ -188,6 +165,6 @@ func (d *Device) Close() error {
 	if d.c != nil {
 		err = errors.Join(err, d.c.Close())
 	}
-	d.c, d.session, d.st = nil, nil, stClosed
+	d.c, d.session, d.st = nil, nil, device.StageClosed
 	return err
 }

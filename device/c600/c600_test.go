@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/config"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -55,7 +56,7 @@ func (f *fakeCard) AttachBuffer(index uint32, mem []byte) error {
 func (f *fakeCard) Close() error { return nil }
 
 // fakeDevice is a driver over c in the state st.
-func fakeDevice(c Card, st state, opts Options) *Device {
+func fakeDevice(c Card, st device.Stage, opts Options) *Device {
 	d := New("fake", opts, func(string) (Card, error) { return c, nil })
 	d.c, d.st = c, st
 	return d
@@ -63,7 +64,7 @@ func fakeDevice(c Card, st state, opts Options) *Device {
 
 func TestInitializeSequence(t *testing.T) {
 	f := &fakeCard{regs: map[uint32]uint32{}, resp: 0x40780001}
-	d := fakeDevice(f, stOpen, Options{})
+	d := fakeDevice(f, device.StageOpen, Options{})
 	if err := d.Initialize(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestInitializeSequence(t *testing.T) {
 
 func TestReplaySkipsAndClearsHSP(t *testing.T) {
 	f := &fakeCard{regs: map[uint32]uint32{}}
-	d := fakeDevice(f, stInit, Options{})
+	d := fakeDevice(f, device.StageInitialized, Options{})
 	ws := []config.Write{{Offset: 0x2000, Value: 7}, {Offset: RegHSPGS1, Value: 5}, {Offset: RegHSPGS2, Value: 9}, {Offset: 0x30004, Value: 0x40000000}}
 	if err := d.ReplayConfig(context.Background(), ws); err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestReplaySkipsAndClearsHSP(t *testing.T) {
 }
 
 func TestLoadRefusesBeforeTouchingTheCard(t *testing.T) {
-	d := fakeDevice(&fakeCard{regs: map[uint32]uint32{}}, stInit, Options{})
+	d := fakeDevice(&fakeCard{regs: map[uint32]uint32{}}, device.StageInitialized, Options{})
 	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "no bootloader") {
 		t.Fatalf("load without a bootloader: %v", err)
 	}
@@ -105,7 +106,7 @@ func TestLoadRefusesBeforeTouchingTheCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &autoCard{fakeCard{regs: map[uint32]uint32{}}}
-	d = fakeDevice(a, stInit, Options{Bootloader: path})
+	d = fakeDevice(a, device.StageInitialized, Options{Bootloader: path})
 	if err := d.Load(context.Background(), nil, nil); err == nil || !strings.Contains(err.Error(), "no tiles") || len(a.log) != 0 {
 		t.Fatalf("load of no package: %v (%d writes)", err, len(a.log))
 	}
@@ -121,7 +122,7 @@ func TestLoadRefusesBeforeTouchingTheCard(t *testing.T) {
 
 func TestReadTileWordsRefusesBadArguments(t *testing.T) {
 	f := &fakeCard{regs: map[uint32]uint32{}}
-	d := fakeDevice(f, stSession, Options{})
+	d := fakeDevice(f, device.StageSession, Options{})
 	for _, c := range []struct {
 		tile int
 		addr uint32

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 )
@@ -22,7 +23,7 @@ import (
 // once the application reached its initial synchronization), and the
 // exchange buffers and CCSR restored.
 func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(done, total int)) error {
-	if err := d.need("load", stInit); err != nil {
+	if err := d.need("load", device.StageInitialized); err != nil {
 		return err
 	}
 	fail := func(format string, a ...any) error {
@@ -119,7 +120,7 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 	if err := d.restoreXB(saved); err != nil {
 		return fail("restoring the exchange buffers: %w", err)
 	}
-	d.plan, d.mark, d.st = plan, len(batches), stLoaded
+	d.plan, d.mark, d.st = plan, len(batches), device.StageLoaded
 	return nil
 }
 

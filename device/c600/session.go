@@ -14,7 +14,7 @@ import (
 // attached in the package's attach order (HEXOPT before each); then GS2 =
 // 1 and wait for 0.
 func (d *Device) StartSession(ctx context.Context) (device.Session, error) {
-	if err := d.need("start session", stLoaded); err != nil {
+	if err := d.need("start session", device.StageLoaded); err != nil {
 		return nil, err
 	}
 	fail := func(format string, a ...any) error {
@@ -49,7 +49,7 @@ func (d *Device) StartSession(ctx context.Context) (device.Session, error) {
 		s.release()
 		return nil, fail("after attaching the pages: %w", err)
 	}
-	d.session, d.st = s, stSession
+	d.session, d.st = s, device.StageSession
 	return s, ctx.Err()
 }
 
@@ -70,7 +70,7 @@ type session struct {
 func (s *session) Call(ctx context.Context, name string, in, out map[string][]byte) (device.CallStats, error) {
 	var st device.CallStats
 	d := s.d
-	if s.closed || d.st != stSession {
+	if s.closed || d.st != device.StageSession {
 		return st, fmt.Errorf("c600 %s: call on a closed session", d.node)
 	}
 	fail := func(err error) error { return fmt.Errorf("c600 %s: %w", d.node, err) }
@@ -112,7 +112,7 @@ func (s *session) Call(ctx context.Context, name string, in, out map[string][]by
 // ProfileWords reads words of tile memory through the tile debug
 // interface.
 func (s *session) ProfileWords(tile int, addrs []uint32) ([]uint32, error) {
-	if s.closed || s.d.st != stSession {
+	if s.closed || s.d.st != device.StageSession {
 		return nil, fmt.Errorf("c600 %s: profile read on a closed session", s.d.node)
 	}
 	w, err := s.d.ReadTileWords(tile, addrs)
@@ -141,8 +141,8 @@ func (s *session) Close() error {
 	}
 	s.closed = true
 	err := s.release()
-	if s.d.st == stSession {
-		s.d.st = stLoaded
+	if s.d.st == device.StageSession {
+		s.d.st = device.StageLoaded
 	}
 	s.d.session = nil
 	if err != nil {

@@ -2,7 +2,6 @@ package c600model
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/device/c600"
@@ -15,17 +14,9 @@ const Name = "c600-model"
 
 func init() {
 	device.RegisterEmulated(Name, func(opts device.Options) (device.Device, error) {
-		var o Options
-		switch b := opts.Backend.(type) {
-		case nil:
-		case Options:
-			o = b
-		case *Options:
-			if b != nil {
-				o = *b
-			}
-		default:
-			return nil, fmt.Errorf("c600-model backend options must be c600model.Options, not %T", opts.Backend)
+		o, err := device.BackendOptions[Options]("c600-model", opts.Backend)
+		if err != nil {
+			return nil, err
 		}
 		return New(o), nil
 	})

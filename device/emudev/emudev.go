@@ -32,17 +32,9 @@ const Name = "emu"
 
 func init() {
 	device.RegisterEmulated(Name, func(opts device.Options) (device.Device, error) {
-		var o Options
-		switch b := opts.Backend.(type) {
-		case nil:
-		case Options:
-			o = b
-		case *Options:
-			if b != nil {
-				o = *b
-			}
-		default:
-			return nil, fmt.Errorf("emu backend options must be emudev.Options, not %T", opts.Backend)
+		o, err := device.BackendOptions[Options]("emu", opts.Backend)
+		if err != nil {
+			return nil, err
 		}
 		return New(o), nil
 	})
@@ -67,23 +59,10 @@ func (o Options) Assumptions() emu.AssumptionSet {
 	return emu.DefaultAssumptions
 }
 
-type state uint8
-
-const (
-	stNew state = iota
-	stOpen
-	stInit
-	stLoaded
-	stSession
-	stClosed
-)
-
-var stateNames = [...]string{"new", "open", "initialized", "loaded", "in a session", "closed"}
-
 // Device is the emulated IPU21.
 type Device struct {
 	opts    Options
-	st      state
+	st      device.Stage
 	writes  int
 	chip    *emu.Chip
 	link    *emu.HostLink
@@ -101,37 +80,35 @@ func (d *Device) Info() device.Info {
 	return device.Info{Name: Name, Path: "emulator:ipu21", Target: "ipu21", Tiles: ipu21.Tiles, ClockHz: ipu21.ClockHz}
 }
 
-func (d *Device) need(op string, want ...state) error {
-	for _, w := range want {
-		if d.st == w {
-			return nil
-		}
+func (d *Device) need(op string, want ...device.Stage) error {
+	if err := d.st.Need(op, want...); err != nil {
+		return fmt.Errorf("emu device: %w", err)
 	}
-	return fmt.Errorf("emu device: %s: the device is %s", op, stateNames[d.st])
+	return nil
 }
 
 // Open attaches to the emulator (nothing to do but change state).
 func (d *Device) Open(ctx context.Context) error {
-	if err := d.need("open", stNew); err != nil {
+	if err := d.need("open", device.StageNew); err != nil {
 		return err
 	}
-	d.st = stOpen
+	d.st = device.StageOpen
 	return ctx.Err()
 }
 
 // Initialize drops any loaded application.
 func (d *Device) Initialize(ctx context.Context) error {
-	if err := d.need("initialize", stOpen, stInit, stLoaded); err != nil {
+	if err := d.need("initialize", device.StageOpen, device.StageInitialized, device.StageLoaded); err != nil {
 		return err
 	}
 	d.chip, d.link, d.pkg, d.mark, d.writes = nil, nil, nil, 0, 0
-	d.st = stInit
+	d.st = device.StageInitialized
 	return ctx.Err()
 }
 
 // ReplayConfig checks and counts the writes.
 func (d *Device) ReplayConfig(ctx context.Context, writes []config.Write) error {
-	if err := d.need("replay configuration", stInit); err != nil {
+	if err := d.need("replay configuration", device.StageInitialized); err != nil {
 		return err
 	}
 	for i, w := range writes {
@@ -150,7 +127,7 @@ func (d *Device) ConfigWrites() int { return d.writes }
 // Load validates the package, writes the tiles in batches, starts them and
 // runs the chip to the application's initial host sync.
 func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(done, total int)) error {
-	if err := d.need("load", stInit); err != nil {
+	if err := d.need("load", device.StageInitialized); err != nil {
 		return err
 	}
 	if pkg == nil {
@@ -219,7 +196,7 @@ func (d *Device) Load(ctx context.Context, pkg *ipuexe.Package, progress func(do
 		return fmt.Errorf("emu device: load: initial synchronization: %w", err)
 	}
 	d.chip, d.link, d.pkg, d.mark = chip, link, pkg, mark
-	d.st = stLoaded
+	d.st = device.StageLoaded
 	return nil
 }
 
@@ -232,7 +209,7 @@ func (d *Device) Chip() *emu.Chip { return d.chip }
 
 // StartSession attaches the package's host pages.
 func (d *Device) StartSession(ctx context.Context) (device.Session, error) {
-	if err := d.need("start session", stLoaded); err != nil {
+	if err := d.need("start session", device.StageLoaded); err != nil {
 		return nil, err
 	}
 	hs, err := emu.NewHostSession(d.link, d.pkg)
@@ -240,14 +217,14 @@ func (d *Device) StartSession(ctx context.Context) (device.Session, error) {
 		return nil, fmt.Errorf("emu device: %w", err)
 	}
 	d.session = &session{d: d, hs: hs}
-	d.st = stSession
+	d.st = device.StageSession
 	return d.session, ctx.Err()
 }
 
 // Close drops the chip.
 func (d *Device) Close() error {
 	d.chip, d.link, d.pkg, d.session = nil, nil, nil, nil
-	d.st = stClosed
+	d.st = device.StageClosed
 	return nil
 }
 
@@ -258,7 +235,7 @@ type session struct {
 }
 
 func (s *session) Call(ctx context.Context, name string, in, out map[string][]byte) (device.CallStats, error) {
-	if s.closed || s.d.st != stSession {
+	if s.closed || s.d.st != device.StageSession {
 		return device.CallStats{}, errors.New("emu device: call on a closed session")
 	}
 	start := time.Now()
@@ -290,8 +267,8 @@ func (s *session) ProfileWords(tile int, addrs []uint32) ([]uint32, error) {
 func (s *session) StartupMark() int { return s.d.mark }
 
 func (s *session) Close() error {
-	if !s.closed && s.d.st == stSession {
-		s.d.st = stLoaded
+	if !s.closed && s.d.st == device.StageSession {
+		s.d.st = device.StageLoaded
 	}
 	s.closed = true
 	return nil
