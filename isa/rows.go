@@ -317,7 +317,7 @@ func rows() []Inst {
 		supLLVM("ld128putcs", "", 0x4100D000, ops(U("slot", 0, 8)), "CWEI slots slot, slot+1 = mem128[$CCCSLOAD]; $CCCSLOAD += 16 (docs/amp-and-pace.md)"),
 		control(supLLVM("run", "", 0x14000000, ops(M("entry", 20), M("vbase", 12),
 			Rel("vertex", 0, 16, 2, RelocRun).split(f(16, 4), f(0, 12)).off(Region0Base)),
-			"start one idle worker at PC = entry with $VERTEX_BASE = vbase + (vertex - 0x4C000); vertex is a region-0 address (R_COLOSSUS_RUN)")),
+			"start one idle worker at PC = entry with $VERTEX_BASE = vbase + vertex, i.e. vbase + 4*field + 0x4C000 (hover text: TMEM_REGION0_BASE_ADDR is added); vertex is a region-0 address (R_COLOSSUS_RUN)")),
 		control(supLLVM("runall", "", 0x15000000, ops(M("entry", 20), M("vbase", 12), U("off", 0, 16).split(f(16, 4), f(0, 12))),
 			"start all six workers at PC = entry; worker n gets $VERTEX_BASE = vbase + n*4*off (hover text)")),
 		control(supLLVM("sync", "", 0x41800000, ops(U("zone", 0, 4)),

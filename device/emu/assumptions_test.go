@@ -112,8 +112,9 @@ _start:
 	setzi $m0, work
 	setzi $m1, 0x90000
 	put $CCCSLOAD, $m1
-	run $m0, $m1, 0x4C000
-	run $m0, $m1, 0x4C000
+	setzi $m3, 0x90000 - 0x4C000 // run adds TMEM_REGION0_BASE_ADDR
+	run $m0, $m3, 0
+	run $m0, $m3, 0
 	.globl reload
 reload:
 	ld128putcs 0
@@ -172,6 +173,7 @@ const ampStateSrc = `
 _start:
 	setzi $m1, 0x90000
 	put $CCCSLOAD, $m1
+	setzi $m3, 0x90000 - 0x4C000 // run adds TMEM_REGION0_BASE_ADDR
 	ld128putcs 0
 	ld128putcs 2
 	ld128putcs 4
@@ -205,10 +207,10 @@ _start:
 	ld128putcs 60
 	ld128putcs 62
 	setzi $m0, feed
-	run $m0, $m1, 0x4C000
+	run $m0, $m3, 0
 	sync 2
 	setzi $m0, drain
-	run $m0, $m1, 0x4C000
+	run $m0, $m3, 0
 	sync 2
 	sync 3
 

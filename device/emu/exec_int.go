@@ -287,12 +287,15 @@ func (t *Tile) exitWorker(c *Context) {
 }
 
 // vertexImm turns run's vertex operand into the offset added to $vbase.
-// docs/isa.md: $VERTEX_BASE = $vbase + (vertex - 0x4C000), the field
-// holding (vertex - 0x4C000) >> 2. The row decodes to the absolute vertex
-// address (Shift 2, Offset 0x4C000), so the handler subtracts the Offset;
-// a row without Shift would hold the word count itself.
+// The hover text: $VERTEX_BASE = $vbase + 4*zimm16 + TMEM_REGION0_BASE_ADDR
+// (0x4C000), so with the field holding (vertex - 0x4C000) >> 2 it is $vbase
+// + vertex. poplibs relies on the added base: CTCInferenceUpdate.S
+// subtracts TMEM_REGION0_BASE_ADDR from its vertex base before `run $e,
+// $base, 0`. The row decodes to the absolute vertex address (Shift 2,
+// Offset 0x4C000), which is therefore the offset itself; a row without
+// Shift would hold the word count.
 func vertexImm(in *isa.Inst, i int) (mul, add int32) {
-	return scale(in, i, 4), -int32(in.Operands[i].Offset)
+	return scale(in, i, 4), 0
 }
 
 func (t *Tile) checkEntry(entry uint32) bool {

@@ -185,9 +185,10 @@ func TestRunVertexAndWorkerBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &tl.Workers[0]
-	// docs/isa.md: $VERTEX_BASE = $vbase + (vertex - 0x4C000).
-	if w.M[14] != 0x100+0x1000 || w.M[13] != 0x58040 || w.Exits != 1 {
-		t.Fatalf("vertex 0x%x (want 0x1100), worker base 0x%x, exits %d", w.M[14], w.M[13], w.Exits)
+	// docs/isa.md: $VERTEX_BASE = $vbase + vertex (the hover text's
+	// $vbase + 4*zimm16 + TMEM_REGION0_BASE_ADDR).
+	if w.M[14] != 0x100+0x4D000 || w.M[13] != 0x58040 || w.Exits != 1 {
+		t.Fatalf("vertex 0x%x (want 0x4D100), worker base 0x%x, exits %d", w.M[14], w.M[13], w.Exits)
 	}
 }
 

@@ -7,7 +7,10 @@ bad:
 	setzi $m0, amp_loop
 	setzi $m1, 0x90000
 	put $CCCSLOAD, $m1
-	run $m0, $m1, 0x4C000
+	// run adds TMEM_REGION0_BASE_ADDR (0x4C000) to the vertex base
+	setzi $m3, 0x4C000
+	sub $m3, $m1, $m3
+	run $m0, $m3, 0
 	ld128putcs 0
 	sync 2
 	br $m10

@@ -10,7 +10,10 @@
 	.type sum, @function
 sum:
 	setzi $m0, sum_worker
-	run $m0, $m2, 0x4C000
+	// run adds TMEM_REGION0_BASE_ADDR (0x4C000) to the vertex base
+	setzi $m3, 0x4C000
+	sub $m3, $m2, $m3
+	run $m0, $m3, 0
 	sync 2
 	br $m10
 	.size sum, .-sum
