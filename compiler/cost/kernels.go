@@ -431,6 +431,36 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return FillZero(p["bytes"]), nil
 	case "add_bias_f16":
 		return AddBiasF16(p["rows"], p["r"], p["first"]), nil
+	case "add_f16":
+		return AddF16(p["n"]), nil
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
+}
+
+// singleRunEntry is singleRun for a supervisor entry that stores args
+// operand registers into the vertex record (setzi, args st32, setzi before
+// the runall).
+func singleRunEntry(args int, bundles [ipu21.WorkerContexts]int) int64 {
+	m := newIssueModel()
+	m.issue(2 + args)
+	m.runall(&bundles)
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
+}
+
+// AddF16 is the cycle count of add_f16 on n values.
+func AddF16(n int) int64 {
+	// src/add.S, per worker with q >= 1 words: 17 prologue instructions,
+	// the nop aligning the rpt (17 instructions of 4 bytes), rpt, 3
+	// bundles for each of q-1 words, the last add and store, exitz. An
+	// empty worker leaves at its brz (6 bundles).
+	var b [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(n / 4) {
+		if q == 0 {
+			b[w] = 6
+		} else {
+			b[w] = 3*q + 19
+		}
+	}
+	return singleRunEntry(3, b)
 }

@@ -1,0 +1,45 @@
+package cost
+
+import (
+	"testing"
+
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/bench"
+)
+
+// encoderPoints is the differential table of the encoder-layer kernels:
+// one unit per worker or fewer, uneven work splits, the IPU21.md measured
+// shapes and the largest operands.
+var encoderPoints = []struct {
+	kernel string
+	p      kernels.Params
+}{
+	{"add_f16", kernels.Params{"n": 4}},
+	{"add_f16", kernels.Params{"n": 28}},
+	{"add_f16", kernels.Params{"n": 1004}},
+	{"add_f16", kernels.Params{"n": 729 * 16}},
+	{"add_f16", kernels.Params{"n": 65536}},
+}
+
+// TestEncoderModelsMatchEmulator asserts the encoder kernels' models are
+// exact: the estimate equals the emulated cycles on every point.
+func TestEncoderModelsMatchEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the emulator")
+	}
+	cache := kernels.Cache{Dir: t.TempDir()}
+	for _, pt := range encoderPoints {
+		rep, err := bench.Run(pt.kernel, pt.p, 11, cache)
+		if err != nil {
+			t.Errorf("%s %v: %v", pt.kernel, pt.p, err)
+			continue
+		}
+		got, err := Kernel(pt.kernel, pt.p)
+		if err != nil {
+			t.Fatalf("%s %v: %v", pt.kernel, pt.p, err)
+		}
+		if got != int64(rep.Cycles) {
+			t.Errorf("%s %v: model %d cycles, emulator %d (%+d)", pt.kernel, pt.p, got, rep.Cycles, got-int64(rep.Cycles))
+		}
+	}
+}
