@@ -52,3 +52,56 @@ func init() {
 		},
 	})
 }
+
+// LayerNormEps is layer_norm_f16's epsilon (f32 0x358637BD).
+const LayerNormEps = float32(1e-6)
+
+func init() {
+	rowsWidth := func(p Params) int { return 2 * p["rows"] * p["width"] }
+	register(&Kernel{
+		Name:   "layer_norm_f16",
+		Source: "layer_norm.S",
+		Entry:  "layer_norm_f16",
+		Doc: "layer norm over each of `rows` rows of `width` f16 values: s = x (residual=0) or s = f16(x + r), also " +
+			"written to sum (residual=1); mean and biased variance in f32 (two passes), rstd = f32oorx(var + 1e-6); " +
+			"stats[row] = (mean, var) as f32; out = f16(f16(f16((s-mean)*rstd) * scale) + bias). Every row is split " +
+			"over all six workers by columns, in three worker runs (sums, squared deviations, apply); per 4 values " +
+			"3 (5 with residual) + 7 + 11 worker bundles." + encABI,
+		Params: []Param{
+			{Name: "rows", Default: 1, Doc: "rows (1..256)", Check: func(v int, _ Params) error {
+				if v < 1 || v > 256 {
+					return fmt.Errorf("must be 1..256 (the partial sums live in the vertex record)")
+				}
+				return nil
+			}},
+			{Name: "width", Default: 1152, Doc: "values per row, the normalised dimension (multiple of 4)", Check: func(v int, p Params) error {
+				if v <= 0 || v%4 != 0 || v > 16384 {
+					return fmt.Errorf("must be a positive multiple of 4 up to 16384")
+				}
+				if p["rows"]*v > 32768 {
+					return fmt.Errorf("rows*width = %d exceeds 32768 (four operands of rows*width f16 fit the bench's data area)", p["rows"]*v)
+				}
+				return nil
+			}},
+			{Name: "residual", Default: 0, Doc: "1: normalise s = x + r and write s to sum (the fused residual add)", Check: zeroOrOne},
+		},
+		Args: []Arg{
+			{Reg: "$m2", Name: "out", Doc: "rows*width f16, 8-byte aligned; may equal x"},
+			{Reg: "$m3", Name: "x", Doc: "rows*width f16, 8-byte aligned"},
+			{Reg: "$m4", Name: "scale", Doc: "width f16, 8-byte aligned"},
+			{Reg: "$m5", Name: "bias", Doc: "width f16, 8-byte aligned"},
+			{Reg: "$m6", Name: "stats", Doc: "rows pairs (mean, variance) of f32, 8-byte aligned"},
+			{Reg: "$m7", Name: "r", Doc: "residual=1: rows*width f16, 8-byte aligned"},
+			{Reg: "$m8", Name: "sum", Doc: "residual=1: rows*width f16 (x + r), 8-byte aligned; may equal x or r"},
+		},
+		Operands: []Operand{
+			{Name: "out", Align: 8, Written: true, Bytes: rowsWidth},
+			{Name: "x", Align: 8, Bytes: rowsWidth},
+			{Name: "scale", Align: 8, Bytes: func(p Params) int { return 2 * p["width"] }},
+			{Name: "bias", Align: 8, Bytes: func(p Params) int { return 2 * p["width"] }},
+			{Name: "stats", Align: 8, Written: true, Bytes: func(p Params) int { return 8 * p["rows"] }},
+			{Name: "r", Align: 8, Bytes: func(p Params) int { return p["residual"] * rowsWidth(p) }},
+			{Name: "sum", Align: 8, Written: true, Bytes: func(p Params) int { return p["residual"] * rowsWidth(p) }},
+		},
+	})
+}

@@ -19,6 +19,15 @@ var encoderPoints = []struct {
 	{"add_f16", kernels.Params{"n": 1004}},
 	{"add_f16", kernels.Params{"n": 729 * 16}},
 	{"add_f16", kernels.Params{"n": 65536}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 4}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 144}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 576}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 1152}},
+	{"layer_norm_f16", kernels.Params{"rows": 3, "width": 1152}},
+	{"layer_norm_f16", kernels.Params{"rows": 7, "width": 100, "residual": 1}},
+	{"layer_norm_f16", kernels.Params{"rows": 3, "width": 1152, "residual": 1}},
+	{"layer_norm_f16", kernels.Params{"rows": 256, "width": 128}},
+	{"layer_norm_f16", kernels.Params{"rows": 2, "width": 16384, "residual": 1}},
 }
 
 // TestEncoderModelsMatchEmulator asserts the encoder kernels' models are

@@ -433,6 +433,8 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return AddBiasF16(p["rows"], p["r"], p["first"]), nil
 	case "add_f16":
 		return AddF16(p["n"]), nil
+	case "layer_norm_f16":
+		return LayerNormF16(p["rows"], p["width"], p["residual"]), nil
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
 }
@@ -463,4 +465,43 @@ func AddF16(n int) int64 {
 		}
 	}
 	return singleRunEntry(3, b)
+}
+
+// LayerNormF16 is the cycle count of layer_norm_f16 (rows rows of width
+// values; residual 0 or 1).
+func LayerNormF16(rows, width, residual int) int64 {
+	// src/layer_norm.S: the supervisor stores 7 operands (setzi, 7 st32,
+	// setzi) and runs three worker runs, each followed by sync 2 (and a
+	// setzi before the next runall). Per worker with c words of each row:
+	//   A: 15 prologue instructions (17 with the residual pointers), the
+	//      aligning nop, 4 clears; per row the rpt, 3 (5) bundles per word
+	//      and the 7-bundle partial sum; exitz;
+	//   B: 19 prologue instructions, the aligning nop, 4 clears; per row
+	//      the 8-bundle mean, the mean pair, the rpt, 7 bundles per word,
+	//      the 7-bundle partial sum; exitz;
+	//   C: 19 prologue instructions, the aligning nop; per row 1/width
+	//      (3), mean and variance (16), the 5 statistics bundles, the rpt,
+	//      11 bundles per word, 3 loop bundles; exitz.
+	// Workers with c = 0 run the same per-row code with empty rpts.
+	perA, proA := 3, 16
+	if residual != 0 {
+		perA, proA = 5, 18
+	}
+	var a, b, c [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(width / 4) {
+		a[w] = proA + 4 + rows*(1+perA*q+7) + 1
+		b[w] = 20 + 4 + rows*(17+7*q) + 1
+		c[w] = 20 + rows*(28+11*q) + 1
+	}
+	m := newIssueModel()
+	m.issue(9)
+	m.runall(&a)
+	m.sync2()
+	m.issue(1)
+	m.runall(&b)
+	m.sync2()
+	m.issue(1)
+	m.runall(&c)
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/reference"
 	"github.com/x448/float16"
 )
 
@@ -83,4 +84,244 @@ func encCheckAgainst(got []float16.Float16, exact []float64, bound func(i int) f
 		}
 	}
 	return maxErr, nil
+}
+
+// encNormal draws n f16 values of normal(mean, sd), rounded once.
+func encNormal(rng *rand.Rand, n int, mean, sd float64) []float16.Float16 {
+	v := make([]float16.Float16, n)
+	for i := range v {
+		v[i] = ewF64toH(mean + sd*rng.NormFloat64())
+	}
+	return v
+}
+
+// encF32Bytes renders f32 values as little-endian bytes.
+func encF32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		u := math.Float32bits(f)
+		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+	}
+	return b
+}
+
+// encSlices is the column split of the encoder kernels over the six
+// workers: worker w takes words [first, first+count) of words.
+func encSlices(words int) (first, count [6]int) {
+	q, r := words/6, words%6
+	for w := 0; w < 6; w++ {
+		count[w] = q
+		if w < r {
+			count[w]++
+		}
+		first[w] = w*q + min(w, r)
+	}
+	return first, count
+}
+
+// encLaneSum is the device's f32 sum of a slice (run A/B of layer_norm_f16):
+// four lanes, lane j summing values 4k+j in order from +0, then
+// (l0+l2)+(l1+l3).
+func encLaneSum(v []float32) float32 {
+	var l [4]float32
+	for k := 0; k+3 < len(v); k += 4 {
+		for j := range l {
+			l[j] += v[k+j]
+		}
+	}
+	return (l[0] + l[2]) + (l[1] + l[3])
+}
+
+// encCombine6 is (((((p0+p1)+p2)+p3)+p4)+p5) * inv in f32.
+func encCombine6(p [6]float32, inv float32) float32 {
+	s := p[0]
+	for _, v := range p[1:] {
+		s += v
+	}
+	return float32(s * inv)
+}
+
+// LayerNormF16Model is layer_norm_f16 on one row s (already x + r for the
+// fused variant): its statistics and outputs exactly as the device
+// computes them (src/layer_norm.S).
+func LayerNormF16Model(s, scale, bias []float16.Float16) (out []float16.Float16, mean, variance float32) {
+	width := len(s)
+	inv := float32(1 / float64(width)) // f32oox(f32fromi32(width))
+	first, count := encSlices(width / 4)
+	sf := make([]float32, width)
+	for i, v := range s {
+		sf[i] = v.Float32()
+	}
+	var pa, pb [6]float32
+	for w := range pa {
+		pa[w] = encLaneSum(sf[4*first[w] : 4*(first[w]+count[w])])
+	}
+	mean = encCombine6(pa, inv)
+	sq := make([]float32, width)
+	for i, v := range sf {
+		d := v - mean
+		sq[i] = float32(d * d)
+	}
+	for w := range pb {
+		pb[w] = encLaneSum(sq[4*first[w] : 4*(first[w]+count[w])])
+	}
+	variance = encCombine6(pb, inv)
+	rstd := float32(1 / math.Sqrt(float64(variance+kernels.LayerNormEps)))
+	out = make([]float16.Float16, width)
+	for i, v := range sf {
+		d := v - mean
+		z := float16.Fromfloat32(float32(d * rstd))
+		p := ewF64toH(ewH2F(z) * ewH2F(scale[i]))
+		out[i] = ewF64toH(ewH2F(p) + ewH2F(bias[i]))
+	}
+	return out, mean, variance
+}
+
+// layerNormBounds derives the absolute error bounds of layer_norm_f16 on a
+// row against the float64 reference (reference.LayerNorm64) from the
+// kernel's roundings (u = 2^-24, gamma_k = k u / (1 - k u), n = width):
+//   - mean: every f32 sum is a recursive sum of at most n terms, so
+//     |mean' - mean| <= dm = gamma_(n+1) mean|s| (the last term the
+//     multiply by the rounded 1/n);
+//   - variance: each deviation carries dm + u|d|, each square and the sum
+//     gamma_(n+4) relative, so |var' - var| <= dv = gamma_(n+4) var
+//     + 2 dm mean|d| + dm^2 (1 + 2u);
+//   - rstd: relative dv/(2(var+eps)) + 3u (first order, doubled for the
+//     second) from the variance, the add and f32oorx;
+//   - z = d rstd: |z' - z| <= ez = |d| er + rstd (dm + u|d|) + u|z|;
+//   - then three f16 roundings, each at most half an f16 step at the
+//     largest magnitude the value can have: z16, z16*scale, + bias.
+// Stats bounds (dm, dv) are returned for the mean and variance checks.
+func layerNormBounds(s []float64, scale, bias []float16.Float16, ref []float64, mean, variance float64) (out []float64, dm, dv float64) {
+	n := float64(len(s))
+	const u = 1.0 / (1 << 24)
+	gamma := func(k float64) float64 { return k * u / (1 - k*u) }
+	absS, absD := 0.0, 0.0
+	for _, v := range s {
+		absS += math.Abs(v)
+		absD += math.Abs(v - mean)
+	}
+	absS /= n
+	absD /= n
+	dm = gamma(n+1) * absS
+	dv = gamma(n+4)*variance + 2*dm*absD + dm*dm*(1+2*u)
+	eps := float64(kernels.LayerNormEps)
+	rstd := 1 / math.Sqrt(variance+eps)
+	er := rstd * (dv/(variance+eps) + 6*u)
+	out = make([]float64, len(s))
+	for i, v := range s {
+		d := math.Abs(v - mean)
+		z := d * rstd
+		ez := d*er + rstd*(dm+u*d) + u*z
+		g := math.Abs(ewH2F(scale[i]))
+		zm := z + ez
+		e1 := ewHalfStep(zm)
+		pm := (zm + e1) * g
+		e2 := g*(ez+e1) + ewHalfStep(pm)
+		ym := math.Abs(ref[i]) + e2
+		out[i] = e2 + ewHalfStep(ym)
+	}
+	return out, dm, dv
+}
+
+func init() {
+	register("layer_norm_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
+		rows, width, res := p["rows"], p["width"], p["residual"]
+		n := rows * width
+		var ar layArena
+		rx, rout, rsc, rbi, rst := ar.alloc(2*n), ar.alloc(2*n), ar.alloc(2*width), ar.alloc(2*width), ar.alloc(8*rows)
+		x := encNormal(rng, n, 0.3, 1.5)
+		scale, bias := encNormal(rng, width, 1, 0.2), encNormal(rng, width, 0, 0.5)
+		for _, w := range []struct {
+			r layRegion
+			v []float16.Float16
+		}{{rx, x}, {rsc, scale}, {rbi, bias}} {
+			if _, err := layWriteGuarded(t, rng, w.r, ewF16Bytes(w.v)); err != nil {
+				return nil, err
+			}
+		}
+		beforeOut, err := layWriteGuarded(t, rng, rout, layRandomBytes(rng, 2*n))
+		if err != nil {
+			return nil, err
+		}
+		beforeSt, err := layWriteGuarded(t, rng, rst, layRandomBytes(rng, 8*rows))
+		if err != nil {
+			return nil, err
+		}
+		args := map[int]uint32{2: rout.addr, 3: rx.addr, 4: rsc.addr, 5: rbi.addr, 6: rst.addr}
+		s := x
+		var rsum layRegion
+		var beforeSum []byte
+		if res == 1 {
+			rr := ar.alloc(2 * n)
+			rsum = ar.alloc(2 * n)
+			r := encNormal(rng, n, 0, 1)
+			if _, err := layWriteGuarded(t, rng, rr, ewF16Bytes(r)); err != nil {
+				return nil, err
+			}
+			if beforeSum, err = layWriteGuarded(t, rng, rsum, layRandomBytes(rng, 2*n)); err != nil {
+				return nil, err
+			}
+			s = make([]float16.Float16, n)
+			for i := range s {
+				s[i] = AddF16Model(x[i], r[i])
+			}
+			args[7], args[8] = rr.addr, rsum.addr
+		}
+		want := make([]float16.Float16, 0, n)
+		stats := make([]float32, 0, 2*rows)
+		s64 := make([]float64, n)
+		sc64, bi64 := make([]float64, width), make([]float64, width)
+		for i, v := range s {
+			s64[i] = ewH2F(v)
+		}
+		for i := range sc64 {
+			sc64[i], bi64[i] = ewH2F(scale[i]), ewH2F(bias[i])
+		}
+		ref, mean, variance := reference.LayerNorm64(s64, sc64, bi64, rows, width, float64(kernels.LayerNormEps))
+		var bound []float64
+		var dms, dvs []float64
+		tol := 0.0
+		for r := 0; r < rows; r++ {
+			o, m, v := LayerNormF16Model(s[r*width:(r+1)*width], scale, bias)
+			want = append(want, o...)
+			stats = append(stats, m, v)
+			b, dm, dv := layerNormBounds(s64[r*width:(r+1)*width], scale, bias, ref[r*width:(r+1)*width], mean[r], variance[r])
+			bound = append(bound, b...)
+			dms, dvs = append(dms, dm), append(dvs, dv)
+			for _, e := range b {
+				tol = math.Max(tol, e)
+			}
+		}
+		return &Case{
+			Args: args,
+			// Bit-exact against LayerNormF16Model (out, stats and, fused,
+			// sum); out within the derived bound of layerNormBounds of the
+			// float64 layer norm of the same s (the reported tolerance is
+			// the largest bound), the statistics within dm and dv.
+			Tolerance: tol,
+			Check: func(t *emu.Tile) (float64, error) {
+				if _, err := ewCheckF16(t, rout, beforeOut, want, 0); err != nil {
+					return 0, fmt.Errorf("out: %w", err)
+				}
+				if _, err := layCheckExact(t, rst, beforeSt, encF32Bytes(stats), nil); err != nil {
+					return 0, fmt.Errorf("stats: %w", err)
+				}
+				if res == 1 {
+					if _, err := ewCheckF16(t, rsum, beforeSum, s, 0); err != nil {
+						return 0, fmt.Errorf("sum: %w", err)
+					}
+				}
+				for r := 0; r < rows; r++ {
+					if d := math.Abs(float64(stats[2*r]) - mean[r]); !(d <= dms[r]) {
+						return 0, fmt.Errorf("row %d: mean %v, float64 %v: error %g exceeds %g", r, stats[2*r], mean[r], d, dms[r])
+					}
+					if d := math.Abs(float64(stats[2*r+1]) - variance[r]); !(d <= dvs[r]) {
+						return 0, fmt.Errorf("row %d: variance %v, float64 %v: error %g exceeds %g", r, stats[2*r+1], variance[r], d, dvs[r])
+					}
+				}
+				return encCheckAgainst(want, ref, func(i int) float64 { return bound[i] })
+			},
+		}, nil
+	})
 }

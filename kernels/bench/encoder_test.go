@@ -7,6 +7,7 @@ import (
 	"github.com/ipustack/ipustack/device/emu"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/x448/float16"
 )
 
 func TestAddF16(t *testing.T) {
@@ -44,6 +45,72 @@ func TestAddF16InPlace(t *testing.T) {
 			for i, g := range ewBytesF16(got) {
 				if w := AddF16Model(a[i], b[i]); !ewSameF16(g, w) {
 					t.Fatalf("n=%d out=$m%d: element %d is %v, want %v", n, outIs, i, g, w)
+				}
+			}
+		}
+	}
+}
+
+func TestLayerNormF16(t *testing.T) {
+	for _, c := range []struct{ rows, width, residual int }{
+		{1, 4, 0}, {1, 24, 0}, {2, 28, 1}, {1, 144, 0}, {1, 144, 1}, {1, 576, 0}, {1, 1152, 0}, {1, 1152, 1},
+		{3, 1152, 0}, {3, 1152, 1}, {7, 100, 1}, {5, 72, 0}, {13, 36, 1}, {256, 8, 0},
+	} {
+		p := kernels.Params{"rows": c.rows, "width": c.width, "residual": c.residual}
+		rep, err := Run("layer_norm_f16", p, uint64(c.rows*c.width+c.residual), kernels.Cache{})
+		if err != nil {
+			t.Fatalf("%v: %v", p, err)
+		}
+		t.Logf("%s", rep)
+	}
+}
+
+func TestLayerNormF16CheckCatchesCorruption(t *testing.T) {
+	layExpectCorruptionCaught(t, "layer_norm_f16", kernels.Params{"rows": 3, "width": 100}, 0, 296, 592)
+	layExpectCorruptionCaught(t, "layer_norm_f16", kernels.Params{"rows": 3, "width": 100, "residual": 1}, 0, 592)
+}
+
+// TestLayerNormF16InPlace runs layer_norm_f16 with out == x, and the fused
+// form with sum == x, which its operand contract allows.
+func TestLayerNormF16InPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, width = 3, 100
+	n := rows * width
+	x, r := encNormal(rng, n, 0.3, 1.5), encNormal(rng, n, 0, 1)
+	scale, bias := encNormal(rng, width, 1, 0.2), encNormal(rng, width, 0, 0.5)
+	xa, ra, sa, ba, sta, outa := uint32(DataBase), uint32(DataBase+0x1000), uint32(DataBase+0x2000), uint32(DataBase+0x2400), uint32(DataBase+0x2800), uint32(DataBase+0x3000)
+	for _, residual := range []int{0, 1} {
+		args := map[int]uint32{2: xa, 3: xa, 4: sa, 5: ba, 6: sta}
+		s := x
+		if residual == 1 {
+			args[2], args[7], args[8] = outa, ra, xa
+			s = make([]float16.Float16, n)
+			for i := range s {
+				s[i] = AddF16Model(x[i], r[i])
+			}
+		}
+		tile := layRunRaw(t, "layer_norm_f16", kernels.Params{"rows": rows, "width": width, "residual": residual}, args, func(tile *emu.Tile) {
+			tile.Write(xa, ewF16Bytes(x))
+			tile.Write(ra, ewF16Bytes(r))
+			tile.Write(sa, ewF16Bytes(scale))
+			tile.Write(ba, ewF16Bytes(bias))
+		})
+		got := make([]byte, 2*n)
+		tile.Read(args[2], got)
+		gotS := make([]byte, 2*n)
+		tile.Read(xa, gotS)
+		for row := 0; row < rows; row++ {
+			want, _, _ := LayerNormF16Model(s[row*width:(row+1)*width], scale, bias)
+			for i, g := range ewBytesF16(got[2*row*width : 2*(row+1)*width]) {
+				if !ewSameF16(g, want[i]) {
+					t.Fatalf("residual=%d row %d: element %d is %v, want %v", residual, row, i, g, want[i])
+				}
+			}
+		}
+		if residual == 1 {
+			for i, g := range ewBytesF16(gotS) {
+				if !ewSameF16(g, s[i]) {
+					t.Fatalf("sum in place: element %d is %v, want %v", i, g, s[i])
 				}
 			}
 		}

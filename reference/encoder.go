@@ -1,0 +1,36 @@
+package reference
+
+import "math"
+
+// Host references of the encoder-layer operators in float64, row by row:
+// what the device kernels (kernels/src/layer_norm.S, softmax.S, merge.S)
+// are compared with. Inputs are the values the device reads (already
+// rounded to its storage precision); nothing here rounds.
+
+// LayerNorm64 normalises each of rows rows of width values of x:
+// out = (x - mean) / sqrt(var + eps) * scale + bias, with the mean and the
+// biased variance (divided by width) of the row, all in float64. It returns
+// out (rows*width) and the per-row mean and variance.
+func LayerNorm64(x, scale, bias []float64, rows, width int, eps float64) (out, mean, variance []float64) {
+	out = make([]float64, rows*width)
+	mean, variance = make([]float64, rows), make([]float64, rows)
+	for r := 0; r < rows; r++ {
+		row := x[r*width : (r+1)*width]
+		m := 0.0
+		for _, v := range row {
+			m += v
+		}
+		m /= float64(width)
+		q := 0.0
+		for _, v := range row {
+			q += (v - m) * (v - m)
+		}
+		q /= float64(width)
+		rs := 1 / math.Sqrt(q+eps)
+		for i, v := range row {
+			out[r*width+i] = (v-m)*rs*scale[i] + bias[i]
+		}
+		mean[r], variance[r] = m, q
+	}
+	return out, mean, variance
+}
