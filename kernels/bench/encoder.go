@@ -185,12 +185,13 @@ func LayerNormF16Model(s, scale, bias []float16.Float16) (out []float16.Float16,
 //     multiply by the rounded 1/n);
 //   - variance: each deviation carries dm + u|d|, each square and the sum
 //     gamma_(n+4) relative, so |var' - var| <= dv = gamma_(n+4) var
-//     + 2 dm mean|d| + dm^2 (1 + 2u);
+//   - 2 dm mean|d| + dm^2 (1 + 2u);
 //   - rstd: relative dv/(2(var+eps)) + 3u (first order, doubled for the
 //     second) from the variance, the add and f32oorx;
 //   - z = d rstd: |z' - z| <= ez = |d| er + rstd (dm + u|d|) + u|z|;
 //   - then three f16 roundings, each at most half an f16 step at the
 //     largest magnitude the value can have: z16, z16*scale, + bias.
+//
 // Stats bounds (dm, dv) are returned for the mean and variance checks.
 func layerNormBounds(s []float64, scale, bias []float16.Float16, ref []float64, mean, variance float64) (out []float64, dm, dv float64) {
 	n := float64(len(s))
