@@ -105,3 +105,54 @@ func init() {
 		},
 	})
 }
+
+func init() {
+	rowsKeys := func(p Params) int { return 2 * p["rows"] * p["keys"] }
+	register(&Kernel{
+		Name:   "softmax_f16",
+		Source: "softmax.S",
+		Entry:  "softmax_f16",
+		Doc: "p = softmax(x / sqrt(dk)) over the first `valid` of `keys` f16 scores of each of `rows` rows; the other " +
+			"scores are ignored (any bits) and their p written as +0. m = f16 max of the valid scores; e = exp(s x - s m) " +
+			"in f32 (s = f32oorx(dk), f32v2axpy, f32exp); the f32 sum of e; e16 = f16(e) staged in out; " +
+			"p = f16(e16 * f32oox(sum)). Every row is split over all six workers by columns, in three worker runs " +
+			"(maxima, exponentials and sums, normalisation); per 4 scores 2 + 12 + 7 worker bundles." + encABI,
+		Params: []Param{
+			{Name: "rows", Default: 8, Doc: "rows (1..256)", Check: func(v int, _ Params) error {
+				if v < 1 || v > 256 {
+					return fmt.Errorf("must be 1..256 (the partial sums live in the vertex record)")
+				}
+				return nil
+			}},
+			{Name: "keys", Default: 64, Doc: "scores per row, the row stride (multiple of 4, up to 4096)", Check: func(v int, p Params) error {
+				if v <= 0 || v%4 != 0 || v > 4096 {
+					return fmt.Errorf("must be a positive multiple of 4 up to 4096")
+				}
+				if p["rows"]*v > 65536 {
+					return fmt.Errorf("rows*keys = %d exceeds 65536 (two operands fit the bench's data area)", p["rows"]*v)
+				}
+				return nil
+			}},
+			{Name: "valid", Default: 0, Doc: "valid scores per row (1..keys; 0: all keys)", Check: func(v int, p Params) error {
+				if v < 0 || v > p["keys"] {
+					return fmt.Errorf("must be 0..keys = %d", p["keys"])
+				}
+				return nil
+			}},
+			{Name: "dk", Default: 72, Doc: "the scale is 1/sqrt(dk) (1..65535; 1: no scaling)", Check: func(v int, _ Params) error {
+				if v < 1 || v > 65535 {
+					return fmt.Errorf("must be 1..65535")
+				}
+				return nil
+			}},
+		},
+		Args: []Arg{
+			{Reg: "$m2", Name: "out", Doc: "rows*keys f16 probabilities, 8-byte aligned; may equal in"},
+			{Reg: "$m3", Name: "in", Doc: "rows*keys f16 scores, 8-byte aligned"},
+		},
+		Operands: []Operand{
+			{Name: "out", Align: 8, Written: true, Bytes: rowsKeys},
+			{Name: "in", Align: 8, Bytes: rowsKeys},
+		},
+	})
+}

@@ -34,3 +34,27 @@ func LayerNorm64(x, scale, bias []float64, rows, width int, eps float64) (out, m
 	}
 	return out, mean, variance
 }
+
+// Softmax64 is softmax(scale * x) over the first valid of keys values of
+// each of rows rows, in float64 (the maximum subtracted first); entries
+// valid..keys-1 of each row are 0.
+func Softmax64(x []float64, rows, keys, valid int, scale float64) []float64 {
+	out := make([]float64, rows*keys)
+	for r := 0; r < rows; r++ {
+		row := x[r*keys : r*keys+valid]
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = math.Max(m, scale*v)
+		}
+		sum := 0.0
+		for i, v := range row {
+			e := math.Exp(scale*v - m)
+			out[r*keys+i] = e
+			sum += e
+		}
+		for i := range row {
+			out[r*keys+i] /= sum
+		}
+	}
+	return out
+}

@@ -28,6 +28,17 @@ var encoderPoints = []struct {
 	{"layer_norm_f16", kernels.Params{"rows": 3, "width": 1152, "residual": 1}},
 	{"layer_norm_f16", kernels.Params{"rows": 256, "width": 128}},
 	{"layer_norm_f16", kernels.Params{"rows": 2, "width": 16384, "residual": 1}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 64}},
+	{"softmax_f16", kernels.Params{"rows": 7, "keys": 64, "valid": 25}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 64, "valid": 25}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 768, "valid": 729}},
+	{"softmax_f16", kernels.Params{"rows": 7, "keys": 768, "valid": 729, "dk": 64}},
+	{"softmax_f16", kernels.Params{"rows": 1, "keys": 4, "valid": 1}},
+	{"softmax_f16", kernels.Params{"rows": 1, "keys": 4}},
+	{"softmax_f16", kernels.Params{"rows": 3, "keys": 20, "valid": 18}},
+	{"softmax_f16", kernels.Params{"rows": 5, "keys": 100, "valid": 2}},
+	{"softmax_f16", kernels.Params{"rows": 16, "keys": 4096, "valid": 4095}},
+	{"softmax_f16", kernels.Params{"rows": 256, "keys": 256, "valid": 197}},
 }
 
 // TestEncoderModelsMatchEmulator asserts the encoder kernels' models are

@@ -435,6 +435,8 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return AddF16(p["n"]), nil
 	case "layer_norm_f16":
 		return LayerNormF16(p["rows"], p["width"], p["residual"]), nil
+	case "softmax_f16":
+		return SoftmaxF16(p["rows"], p["keys"], p["valid"]), nil
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
 }
@@ -504,4 +506,65 @@ func LayerNormF16(rows, width, residual int) int64 {
 	m.runall(&c)
 	m.sync2()
 	return int64(m.issue(1)) // br $m10
+}
+
+// threeRuns is the supervisor of layer_norm_f16 and softmax_f16: args
+// operand stores (setzi, args st32, setzi), then three worker runs each
+// ended by sync 2, a setzi before the second and third.
+func threeRuns(args int, a, b, c *[ipu21.WorkerContexts]int) int64 {
+	m := newIssueModel()
+	m.issue(2 + args)
+	m.runall(a)
+	m.sync2()
+	m.issue(1)
+	m.runall(b)
+	m.sync2()
+	m.issue(1)
+	m.runall(c)
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
+}
+
+// SoftmaxF16 is the cycle count of softmax_f16 (rows rows of keys scores,
+// valid of them valid, 0 meaning all; dk does not change the timing).
+func SoftmaxF16(rows, keys, valid int) int64 {
+	// src/softmax.S. The live words NW = ceil(valid/4) are split over the
+	// workers; with a partial last word (vt = valid%4 != 0) the worker
+	// whose slice ends with it (flag = 1) handles it apart, masked. The
+	// padding words are split the same way. Per worker with c live and z
+	// padding words:
+	//   A: 15 prologue instructions (19 with vt), aligned to an even count;
+	//      per row the -inf load, the rpt, 2 bundles per full word, the
+	//      partial word's brz (vt) and 7 bundles (flag), 5 closing bundles;
+	//   B: 21 instructions (26 with vt), aligned; per row 13 bundles (the
+	//      maximum, the -mf pair, the clears), the rpt, 12 per full word,
+	//      brz (vt) and 17 (flag), 6 closing;
+	//   C: 25 instructions (29 with vt), aligned; per row 9 (the
+	//      reciprocal sum), the rpt, 7 per live word, the rpt, 1 per padding
+	//      word, 4 closing;
+	// each ending with exitz.
+	if valid == 0 {
+		valid = keys
+	}
+	nw, vt := (valid+3)/4, valid%4
+	even := func(n int) int { return n + n%2 }
+	proA, proB, proC, brz := 15, 21, 25, 0
+	if vt != 0 {
+		proA, proB, proC, brz = 19, 26, 29, 1
+	}
+	var a, b, c [ipu21.WorkerContexts]int
+	live, pad := rowsPerWorker(nw), rowsPerWorker(keys/4-nw)
+	f := 0
+	for w, q := range live {
+		flag := 0
+		if vt != 0 && q > 0 && f+q == nw {
+			flag = 1
+		}
+		full := q - flag
+		a[w] = even(proA) + rows*(2+2*full+brz+7*flag+5) + 1
+		b[w] = even(proB) + rows*(14+12*full+brz+17*flag+6) + 1
+		c[w] = even(proC) + rows*(10+7*q+1+pad[w]+4) + 1
+		f += q
+	}
+	return threeRuns(2, &a, &b, &c)
 }

@@ -184,8 +184,8 @@ func LayerNormF16Model(s, scale, bias []float16.Float16) (out []float16.Float16,
 //     |mean' - mean| <= dm = gamma_(n+1) mean|s| (the last term the
 //     multiply by the rounded 1/n);
 //   - variance: each deviation carries dm + u|d|, each square and the sum
-//     gamma_(n+4) relative, so |var' - var| <= dv = gamma_(n+4) var
-//   - 2 dm mean|d| + dm^2 (1 + 2u);
+//     gamma_(n+4) relative, so |var' - var| <= dv, the sum of
+//     gamma_(n+4) var, 2 dm mean|d| and dm^2 (1 + 2u);
 //   - rstd: relative dv/(2(var+eps)) + 3u (first order, doubled for the
 //     second) from the variance, the add and f32oorx;
 //   - z = d rstd: |z' - z| <= ez = |d| er + rstd (dm + u|d|) + u|z|;
@@ -320,6 +320,162 @@ func init() {
 					if d := math.Abs(float64(stats[2*r+1]) - variance[r]); !(d <= dvs[r]) {
 						return 0, fmt.Errorf("row %d: variance %v, float64 %v: error %g exceeds %g", r, stats[2*r+1], variance[r], d, dvs[r])
 					}
+				}
+				return encCheckAgainst(want, ref, func(i int) float64 { return bound[i] })
+			},
+		}, nil
+	})
+}
+
+// encMax is f32max on the device: the other operand for a NaN, +0 for
+// equal zeros.
+func encMax(a, b float32) float32 {
+	switch {
+	case a != a:
+		return b
+	case b != b:
+		return a
+	case a == b && a == 0:
+		if math.Signbit(float64(a)) {
+			return b
+		}
+		return a
+	case a > b:
+		return a
+	}
+	return b
+}
+
+// SoftmaxF16Model is softmax_f16 on one row of keys scores of which the
+// first valid count, with scale f32oorx(dk), exactly as the device
+// computes it (src/softmax.S).
+func SoftmaxF16Model(x []float16.Float16, valid, dk int) []float16.Float16 {
+	keys := len(x)
+	s := float32(1 / math.Sqrt(float64(dk)))
+	m := float32(math.Inf(-1))
+	for _, v := range x[:valid] {
+		m = encMax(m, v.Float32())
+	}
+	neg := float32(0) - float32(m*s)
+	nw := (valid + 3) / 4
+	e := make([]float32, 4*nw)
+	for i := range x[:valid] {
+		p := float32(x[i].Float32() * s)
+		e[i] = float32(math.Exp(float64(p + neg)))
+	}
+	first, count := encSlices(nw)
+	sum := float32(0)
+	for w := 0; w < 6; w++ {
+		part := encLaneSum(e[4*first[w] : 4*(first[w]+count[w])])
+		if w == 0 {
+			sum = part
+		} else {
+			sum += part
+		}
+	}
+	inv := float32(1 / float64(sum))
+	out := make([]float16.Float16, keys)
+	for i := range out {
+		if i < valid {
+			e16 := float16.Fromfloat32(e[i])
+			out[i] = float16.Fromfloat32(float32(e16.Float32() * inv))
+		}
+	}
+	return out
+}
+
+// softmaxBounds derives the absolute error bound of softmax_f16 on each
+// element of a row against the float64 softmax (reference.Softmax64 with
+// the exact scale s = 1/sqrt(dk)), from the kernel's roundings (u = 2^-24):
+//   - the exponent s x - s m: the scale (f32oorx), both products and the
+//     sum each round once, so its error is at most 4u s (|x| + |m|);
+//   - e = exp(...) rounds once more: relative error rho = (1+u) e^(that) - 1;
+//   - the sum of positive terms: relative (1 + max rho)(1 + gamma_(valid+8))
+//     - 1 (at most valid + 8 additions on any path), and its reciprocal
+//     (f32oox) that over one minus it, plus u;
+//   - e16 = f16(e): half an f16 step at e (1 + rho); the product rounds
+//     (u), the final f16 half an f16 step at the largest magnitude p can
+//     have.
+func softmaxBounds(x []float64, ref []float64, valid int, s float64) []float64 {
+	const u = 1.0 / (1 << 24)
+	m := math.Inf(-1)
+	for _, v := range x[:valid] {
+		m = math.Max(m, v)
+	}
+	rho := make([]float64, valid)
+	maxRho := 0.0
+	sum := 0.0
+	for i, v := range x[:valid] {
+		rho[i] = (1+u)*math.Exp(4*u*s*(math.Abs(v)+math.Abs(m))) - 1
+		maxRho = math.Max(maxRho, rho[i])
+		sum += math.Exp(s*v - s*m)
+	}
+	k := float64(valid + 8)
+	rhoS := (1+maxRho)*(1+k*u/(1-k*u)) - 1
+	rhoInv := rhoS/(1-rhoS)*(1+u) + u
+	out := make([]float64, len(x))
+	for i := range x[:valid] {
+		e := math.Exp(s*x[i] - s*m)
+		p := ref[i]
+		d := p*((1+rho[i])*(1+rhoInv)*(1+u)-1) + ewHalfStep(e*(1+rho[i]))/sum*(1+rhoInv)*(1+u)
+		out[i] = d + ewHalfStep(p+d)
+	}
+	return out
+}
+
+func init() {
+	register("softmax_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
+		rows, keys, valid, dk := p["rows"], p["keys"], p["valid"], p["dk"]
+		if valid == 0 {
+			valid = keys
+		}
+		n := rows * keys
+		var ar layArena
+		rin, rout := ar.alloc(2*n), ar.alloc(2*n)
+		x := make([]float16.Float16, n)
+		pad := ewBytesF16(layRandomBytes(rng, 2*n)) // any bits, NaN and inf included
+		for r := 0; r < rows; r++ {
+			for i := 0; i < keys; i++ {
+				if i < valid {
+					x[r*keys+i] = ewF64toH(8 * rng.NormFloat64())
+				} else {
+					x[r*keys+i] = pad[r*keys+i]
+				}
+			}
+		}
+		if _, err := layWriteGuarded(t, rng, rin, ewF16Bytes(x)); err != nil {
+			return nil, err
+		}
+		before, err := layWriteGuarded(t, rng, rout, layRandomBytes(rng, 2*n))
+		if err != nil {
+			return nil, err
+		}
+		x64 := make([]float64, n)
+		for i, v := range x {
+			x64[i] = ewH2F(v)
+		}
+		scale := 1 / math.Sqrt(float64(dk))
+		ref := reference.Softmax64(x64, rows, keys, valid, scale)
+		want := make([]float16.Float16, 0, n)
+		bound := make([]float64, 0, n)
+		tol := 0.0
+		for r := 0; r < rows; r++ {
+			want = append(want, SoftmaxF16Model(x[r*keys:(r+1)*keys], valid, dk)...)
+			b := softmaxBounds(x64[r*keys:(r+1)*keys], ref[r*keys:(r+1)*keys], valid, scale)
+			bound = append(bound, b...)
+			for _, e := range b {
+				tol = math.Max(tol, e)
+			}
+		}
+		return &Case{
+			Args: map[int]uint32{2: rout.addr, 3: rin.addr},
+			// Bit-exact against SoftmaxF16Model (the padding +0); within
+			// softmaxBounds of the float64 softmax (the reported
+			// tolerance is the largest bound).
+			Tolerance: tol,
+			Check: func(t *emu.Tile) (float64, error) {
+				if _, err := ewCheckF16(t, rout, before, want, 0); err != nil {
+					return 0, err
 				}
 				return encCheckAgainst(want, ref, func(i int) float64 { return bound[i] })
 			},

@@ -116,3 +116,47 @@ func TestLayerNormF16InPlace(t *testing.T) {
 		}
 	}
 }
+
+func TestSoftmaxF16(t *testing.T) {
+	for _, c := range []struct{ rows, keys, valid, dk int }{
+		{8, 64, 0, 72}, {7, 64, 25, 72}, {8, 64, 25, 72}, {8, 768, 729, 72}, {7, 768, 729, 64}, {1, 4, 1, 72},
+		{1, 4, 0, 1}, {3, 20, 18, 72}, {5, 100, 2, 72}, {2, 200, 197, 64}, {13, 52, 51, 72}, {1, 4096, 4093, 72},
+	} {
+		p := kernels.Params{"rows": c.rows, "keys": c.keys, "valid": c.valid, "dk": c.dk}
+		rep, err := Run("softmax_f16", p, uint64(c.rows*c.keys+c.valid), kernels.Cache{})
+		if err != nil {
+			t.Fatalf("%v: %v", p, err)
+		}
+		t.Logf("%s", rep)
+	}
+}
+
+func TestSoftmaxF16CheckCatchesCorruption(t *testing.T) {
+	// Word 0 (valid probabilities), a word holding the masked lanes
+	// (keys 24..27, valid 25) and a padding word (keys 28..31): the +0
+	// padding is checked too.
+	layExpectCorruptionCaught(t, "softmax_f16", kernels.Params{"rows": 3, "keys": 64, "valid": 25}, 0, 48, 56, 128+56)
+}
+
+// TestSoftmaxF16InPlace runs softmax_f16 with out == in.
+func TestSoftmaxF16InPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const rows, keys, valid = 3, 40, 37
+	x := make([]float16.Float16, rows*keys)
+	for i := range x {
+		x[i] = ewF64toH(8 * rng.NormFloat64())
+	}
+	tile := layRunRaw(t, "softmax_f16", kernels.Params{"rows": rows, "keys": keys, "valid": valid}, map[int]uint32{2: DataBase, 3: DataBase},
+		func(tile *emu.Tile) { tile.Write(DataBase, ewF16Bytes(x)) })
+	got := make([]byte, 2*rows*keys)
+	tile.Read(DataBase, got)
+	g := ewBytesF16(got)
+	for r := 0; r < rows; r++ {
+		want := SoftmaxF16Model(x[r*keys:(r+1)*keys], valid, 72)
+		for i, w := range want {
+			if !ewSameF16(g[r*keys+i], w) {
+				t.Fatalf("row %d: element %d is %v, want %v", r, i, g[r*keys+i], w)
+			}
+		}
+	}
+}
