@@ -390,8 +390,9 @@ func SoftmaxF16Model(x []float16.Float16, valid, dk int) []float16.Float16 {
 //   - the exponent s x - s m: the scale (f32oorx), both products and the
 //     sum each round once, so its error is at most 4u s (|x| + |m|);
 //   - e = exp(...) rounds once more: relative error rho = (1+u) e^(that) - 1;
-//   - the sum of positive terms: relative (1 + max rho)(1 + gamma_(valid+8))
-//     - 1 (at most valid + 8 additions on any path), and its reciprocal
+//   - the sum of positive terms: relative error (1 + max rho) times
+//     (1 + gamma_(valid+8)), less 1 (at most valid + 8 additions on any
+//     path), and its reciprocal
 //     (f32oox) that over one minus it, plus u;
 //   - e16 = f16(e): half an f16 step at e (1 + rho); the product rounds
 //     (u), the final f16 half an f16 step at the largest magnitude p can
