@@ -156,3 +156,62 @@ func init() {
 		},
 	})
 }
+
+func init() {
+	rv := func(p Params) int { return p["rows"] * p["values"] }
+	register(&Kernel{
+		Name:   "attention_merge_f16",
+		Source: "merge.S",
+		Entry:  "attention_merge_f16",
+		Doc: "online-softmax merge of flash-style attention on `rows` rows of `values` values: state acc (f32) and " +
+			"stats (m, l) (f32 pairs), a block's bacc (f16, or f32 with bacc32=1) and bstats (mb, lb). mode=0 (initial): " +
+			"acc = bacc, (m, l) = (mb, lb); mode=1 (update): m' = max(m, mb), a = exp(m - m'), b = exp(mb - m'), " +
+			"acc = b*bacc + a*acc, l = a*l + b*lb, m = m' (f32, each step rounded); mode=2 (final): the update, then " +
+			"out = f16(acc * (1/l)) (acc and stats read only). Every row is split over all six workers by columns; " +
+			"the new statistics follow in a second worker run (rows split). Per 4 values 4 (initial), 8 (update; 7 " +
+			"with bacc32) or 11 (final) worker bundles." + encABI + " Also clobbers $TAS.",
+		Params: []Param{
+			{Name: "rows", Default: 8, Doc: "rows (query rows of one head)", Check: func(v int, _ Params) error {
+				if v < 1 || v > 4096 {
+					return fmt.Errorf("must be 1..4096")
+				}
+				return nil
+			}},
+			{Name: "values", Default: 72, Doc: "values per row, the head dimension (multiple of 4)", Check: func(v int, p Params) error {
+				if v <= 0 || v%4 != 0 || v > 4096 {
+					return fmt.Errorf("must be a positive multiple of 4 up to 4096")
+				}
+				if p["rows"]*v > 32768 {
+					return fmt.Errorf("rows*values = %d exceeds 32768 (the operands fit the bench's data area)", p["rows"]*v)
+				}
+				return nil
+			}},
+			{Name: "mode", Default: 1, Doc: "0 initial, 1 update, 2 final", Check: func(v int, _ Params) error {
+				if v < 0 || v > 2 {
+					return fmt.Errorf("must be 0 (initial), 1 (update) or 2 (final)")
+				}
+				return nil
+			}},
+			{Name: "bacc32", Default: 0, Doc: "0: the block's acc is f16; 1: f32", Check: zeroOrOne},
+		},
+		Args: []Arg{
+			{Reg: "$m2", Name: "acc", Doc: "rows*values f32, 8-byte aligned; written in modes 0 and 1"},
+			{Reg: "$m3", Name: "stats", Doc: "rows pairs (m, l) of f32, 8-byte aligned; written in modes 0 and 1"},
+			{Reg: "$m4", Name: "bacc", Doc: "rows*values f16 (bacc32=0) or f32, 8-byte aligned"},
+			{Reg: "$m5", Name: "bstats", Doc: "rows pairs (mb, lb) of f32, 8-byte aligned"},
+			{Reg: "$m6", Name: "out", Doc: "mode 2: rows*values f16, 8-byte aligned"},
+		},
+		Operands: []Operand{
+			{Name: "acc", Align: 8, Written: true, Bytes: func(p Params) int { return 4 * rv(p) }},
+			{Name: "stats", Align: 8, Written: true, Bytes: func(p Params) int { return 8 * p["rows"] }},
+			{Name: "bacc", Align: 8, Bytes: func(p Params) int { return (2 + 2*p["bacc32"]) * rv(p) }},
+			{Name: "bstats", Align: 8, Bytes: func(p Params) int { return 8 * p["rows"] }},
+			{Name: "out", Align: 8, Written: true, Bytes: func(p Params) int {
+				if p["mode"] == 2 {
+					return 2 * rv(p)
+				}
+				return 0
+			}},
+		},
+	})
+}

@@ -58,3 +58,19 @@ func Softmax64(x []float64, rows, keys, valid int, scale float64) []float64 {
 	}
 	return out
 }
+
+// AttentionMerge64 is one online-softmax merge step on rows rows of values
+// values in float64: with the running maximum m, sum l and accumulator acc
+// of a row and a block's (mb, lb, bacc), m' = max(m, mb), a = exp(m - m'),
+// b = exp(mb - m'), l' = a l + b lb, acc' = a acc + b bacc. It updates m,
+// l and acc in place.
+func AttentionMerge64(m, l, acc, mb, lb, bacc []float64, rows, values int) {
+	for r := 0; r < rows; r++ {
+		mp := math.Max(m[r], mb[r])
+		a, b := math.Exp(m[r]-mp), math.Exp(mb[r]-mp)
+		for i := r * values; i < (r+1)*values; i++ {
+			acc[i] = a*acc[i] + b*bacc[i]
+		}
+		m[r], l[r] = mp, a*l[r]+b*lb[r]
+	}
+}

@@ -437,6 +437,8 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return LayerNormF16(p["rows"], p["width"], p["residual"]), nil
 	case "softmax_f16":
 		return SoftmaxF16(p["rows"], p["keys"], p["valid"]), nil
+	case "attention_merge_f16":
+		return AttentionMergeF16(p["rows"], p["values"], p["mode"], p["bacc32"]), nil
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
 }
@@ -567,4 +569,48 @@ func SoftmaxF16(rows, keys, valid int) int64 {
 		f += q
 	}
 	return threeRuns(2, &a, &b, &c)
+}
+
+// AttentionMergeF16 is the cycle count of attention_merge_f16 (rows rows
+// of values values; mode 0 initial, 1 update, 2 final; bacc32 0 or 1).
+func AttentionMergeF16(rows, values, mode, bacc32 int) int64 {
+	// src/merge.S. Run 1, per worker with c words of each row: 20
+	// prologue instructions; per row the factors (9 bundles; 14 in the
+	// final mode, none in the initial), the rpt, per word 4 (initial), 8
+	// (update; 7 with bacc32) or 11 (final) bundles, 3 loop bundles;
+	// exitz. Run 2 (modes 0 and 1; rows split): 12 prologue instructions,
+	// per row 3 (initial) or 12 (update) bundles, exitz; 6 for a worker
+	// without rows.
+	factors, per := 0, 4
+	switch mode {
+	case 1:
+		factors, per = 9, 8-bacc32
+	case 2:
+		factors, per = 14, 11
+	}
+	var a, b [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(values / 4) {
+		a[w] = 20 + rows*(factors+1+per*q+3) + 1
+	}
+	perRow := 3
+	if mode == 1 {
+		perRow = 12
+	}
+	for w, q := range rowsPerWorker(rows) {
+		if q == 0 {
+			b[w] = 6
+		} else {
+			b[w] = 12 + perRow*q + 1
+		}
+	}
+	m := newIssueModel()
+	m.issue(7) // setzi, 5 st32, setzi
+	m.runall(&a)
+	if mode != 2 {
+		m.sync2()
+		m.issue(1)
+		m.runall(&b)
+	}
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
 }

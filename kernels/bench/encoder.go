@@ -483,3 +483,220 @@ func init() {
 		}, nil
 	})
 }
+
+// MergeState is one row's online-softmax state or block: the maximum, the
+// sum and the accumulator, as the device holds them (f32; a block's f16
+// accumulator widened exactly).
+type MergeState struct {
+	M, L float32
+	Acc  []float32
+}
+
+// AttentionMergeF16Model is attention_merge_f16 on one row (src/merge.S):
+// mode 0 returns the block; modes 1 and 2 the update of st by blk. The
+// final mode's f16 output is AttentionMergeF16Out of the result.
+func AttentionMergeF16Model(st, blk MergeState, mode int) MergeState {
+	if mode == 0 {
+		return MergeState{M: blk.M, L: blk.L, Acc: append([]float32(nil), blk.Acc...)}
+	}
+	mp := encMax(st.M, blk.M)
+	a := float32(math.Exp(float64(st.M - mp)))
+	b := float32(math.Exp(float64(blk.M - mp)))
+	acc := make([]float32, len(st.Acc))
+	for i := range acc {
+		acc[i] = float32(b*blk.Acc[i]) + float32(a*st.Acc[i])
+	}
+	return MergeState{M: mp, L: float32(a*st.L) + float32(b*blk.L), Acc: acc}
+}
+
+// AttentionMergeF16Out is the final mode's output: f16(acc * f32(1/l)).
+func AttentionMergeF16Out(st MergeState) []float16.Float16 {
+	inv := float32(1 / float64(st.L))
+	out := make([]float16.Float16, len(st.Acc))
+	for i, v := range st.Acc {
+		out[i] = float16.Fromfloat32(float32(v * inv))
+	}
+	return out
+}
+
+// mergeBounds derives the absolute error bounds of one update against the
+// float64 merge (reference.AttentionMerge64), u = 2^-24: m - m' and mb - m'
+// round once (relative u of |m - mb|) and exp once more, so a and b carry
+// relative rho = (1+u) e^(u |m - mb|) - 1; each of the two products and
+// their sum rounds once: |acc' - acc| <= |b bacc| ((1+rho)(1+u)^2 - 1) +
+// |a acc| (the same), and l' likewise. The final output: 1/l' carries
+// rho_i = (el/l)/(1 - el/l) (1+u) + u, the product u, then half an f16
+// step at the largest magnitude it can have.
+func mergeBounds(m, l float64, acc []float64, mb, lb float64, bacc []float64) (eacc []float64, el float64, eout []float64) {
+	const u = 1.0 / (1 << 24)
+	mp := math.Max(m, mb)
+	a, b := math.Exp(m-mp), math.Exp(mb-mp)
+	rho := (1+u)*math.Exp(u*math.Abs(m-mb)) - 1
+	k := (1+rho)*(1+u)*(1+u) - 1
+	el = (math.Abs(a*l) + math.Abs(b*lb)) * k
+	lp := a*l + b*lb
+	rl := el / lp
+	ri := rl/(1-rl)*(1+u) + u
+	eacc, eout = make([]float64, len(acc)), make([]float64, len(acc))
+	for i := range acc {
+		eacc[i] = (math.Abs(b*bacc[i]) + math.Abs(a*acc[i])) * k
+		o := (a*acc[i] + b*bacc[i]) / lp
+		e := eacc[i]/lp*(1+ri) + math.Abs(o)*ri
+		e += (math.Abs(o) + e) * u
+		eout[i] = e + ewHalfStep(math.Abs(o)+e)
+	}
+	return eacc, el, eout
+}
+
+func init() {
+	register("attention_merge_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
+		rows, values, mode, b32 := p["rows"], p["values"], p["mode"], p["bacc32"]
+		n := rows * values
+		var ar layArena
+		racc, rst, rbacc, rbst := ar.alloc(4*n), ar.alloc(8*rows), ar.alloc((2+2*b32)*n), ar.alloc(8*rows)
+		st, blk := make([]MergeState, rows), make([]MergeState, rows)
+		var accF, statsF, bstatsF []float32
+		var baccH []float16.Float16
+		var baccF []float32
+		for r := 0; r < rows; r++ {
+			st[r] = MergeState{M: float32(2 * rng.NormFloat64()), L: float32(1 + 49*rng.Float64()), Acc: make([]float32, values)}
+			blk[r] = MergeState{M: float32(2 * rng.NormFloat64()), L: float32(1 + 49*rng.Float64()), Acc: make([]float32, values)}
+			if r%5 == 3 {
+				blk[r].M = st[r].M // equal maxima: a = b = 1
+			}
+			for i := 0; i < values; i++ {
+				st[r].Acc[i] = float32(5 * rng.NormFloat64())
+				if b32 == 1 {
+					blk[r].Acc[i] = float32(5 * rng.NormFloat64())
+					baccF = append(baccF, blk[r].Acc[i])
+				} else {
+					h := ewF64toH(5 * rng.NormFloat64())
+					blk[r].Acc[i] = h.Float32()
+					baccH = append(baccH, h)
+				}
+			}
+			accF = append(accF, st[r].Acc...)
+			statsF = append(statsF, st[r].M, st[r].L)
+			bstatsF = append(bstatsF, blk[r].M, blk[r].L)
+		}
+		baccBytes := ewF16Bytes(baccH)
+		if b32 == 1 {
+			baccBytes = encF32Bytes(baccF)
+		}
+		if mode == 0 {
+			// acc and stats are written only: start them as garbage.
+			accF, statsF = nil, nil
+		}
+		accBytes, stBytes := encF32Bytes(accF), encF32Bytes(statsF)
+		if mode == 0 {
+			accBytes, stBytes = layRandomBytes(rng, 4*n), layRandomBytes(rng, 8*rows)
+		}
+		beforeAcc, err := layWriteGuarded(t, rng, racc, accBytes)
+		if err != nil {
+			return nil, err
+		}
+		beforeSt, err := layWriteGuarded(t, rng, rst, stBytes)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := layWriteGuarded(t, rng, rbacc, baccBytes); err != nil {
+			return nil, err
+		}
+		if _, err := layWriteGuarded(t, rng, rbst, encF32Bytes(bstatsF)); err != nil {
+			return nil, err
+		}
+		args := map[int]uint32{2: racc.addr, 3: rst.addr, 4: rbacc.addr, 5: rbst.addr}
+		var rout layRegion
+		var beforeOut []byte
+		if mode == 2 {
+			rout = ar.alloc(2 * n)
+			if beforeOut, err = layWriteGuarded(t, rng, rout, layRandomBytes(rng, 2*n)); err != nil {
+				return nil, err
+			}
+			args[6] = rout.addr
+		}
+		// The device's results and the float64 references with their bounds.
+		var wantAcc, wantSt []float32
+		var wantOut []float16.Float16
+		var refAcc, refOut, bAcc, bOut []float64
+		var refL, bL []float64
+		tol := 0.0
+		for r := 0; r < rows; r++ {
+			res := AttentionMergeF16Model(st[r], blk[r], mode)
+			wantAcc = append(wantAcc, res.Acc...)
+			wantSt = append(wantSt, res.M, res.L)
+			if mode == 0 {
+				continue
+			}
+			m64, l64 := []float64{float64(st[r].M)}, []float64{float64(st[r].L)}
+			acc64, bacc64 := make([]float64, values), make([]float64, values)
+			for i := range acc64 {
+				acc64[i], bacc64[i] = float64(st[r].Acc[i]), float64(blk[r].Acc[i])
+			}
+			ea, el, eo := mergeBounds(m64[0], l64[0], acc64, float64(blk[r].M), float64(blk[r].L), bacc64)
+			reference.AttentionMerge64(m64, l64, acc64, []float64{float64(blk[r].M)}, []float64{float64(blk[r].L)}, bacc64, 1, values)
+			refAcc, bAcc = append(refAcc, acc64...), append(bAcc, ea...)
+			refL, bL = append(refL, l64[0]), append(bL, el)
+			if mode == 2 {
+				wantOut = append(wantOut, AttentionMergeF16Out(res)...)
+				for i := range acc64 {
+					refOut = append(refOut, acc64[i]/l64[0])
+				}
+				bOut = append(bOut, eo...)
+				for _, e := range eo {
+					tol = math.Max(tol, e)
+				}
+			} else {
+				for _, e := range ea {
+					tol = math.Max(tol, e)
+				}
+			}
+		}
+		return &Case{
+			Args: args,
+			// Bit-exact against AttentionMergeF16Model (acc, stats and, in
+			// the final mode, out; the final mode leaves acc and stats as
+			// they were); within mergeBounds of the float64 merge. The
+			// reported tolerance is the largest bound on what the mode
+			// produces (acc, or out in the final mode).
+			Tolerance: tol,
+			Check: func(t *emu.Tile) (float64, error) {
+				if mode == 2 {
+					if _, err := layCheckExact(t, racc, beforeAcc, beforeAcc[layGuard:layGuard+4*n], nil); err != nil {
+						return 0, fmt.Errorf("acc (read only in the final mode): %w", err)
+					}
+					if _, err := layCheckExact(t, rst, beforeSt, beforeSt[layGuard:layGuard+8*rows], nil); err != nil {
+						return 0, fmt.Errorf("stats (read only in the final mode): %w", err)
+					}
+					if _, err := ewCheckF16(t, rout, beforeOut, wantOut, 0); err != nil {
+						return 0, fmt.Errorf("out: %w", err)
+					}
+					return encCheckAgainst(wantOut, refOut, func(i int) float64 { return bOut[i] })
+				}
+				if _, err := layCheckExact(t, racc, beforeAcc, encF32Bytes(wantAcc), nil); err != nil {
+					return 0, fmt.Errorf("acc: %w", err)
+				}
+				if _, err := layCheckExact(t, rst, beforeSt, encF32Bytes(wantSt), nil); err != nil {
+					return 0, fmt.Errorf("stats: %w", err)
+				}
+				if mode == 0 {
+					return 0, nil
+				}
+				maxErr := 0.0
+				for i, g := range wantAcc {
+					d := math.Abs(float64(g) - refAcc[i])
+					maxErr = math.Max(maxErr, d)
+					if !(d <= bAcc[i]) {
+						return maxErr, fmt.Errorf("acc element %d is %v, the float64 merge %v: error %g exceeds %g", i, g, refAcc[i], d, bAcc[i])
+					}
+				}
+				for r := range refL {
+					if d := math.Abs(float64(wantSt[2*r+1]) - refL[r]); !(d <= bL[r]) {
+						return maxErr, fmt.Errorf("row %d: l is %v, the float64 merge %v: error %g exceeds %g", r, wantSt[2*r+1], refL[r], d, bL[r])
+					}
+				}
+				return maxErr, nil
+			},
+		}, nil
+	})
+}

@@ -160,3 +160,24 @@ func TestSoftmaxF16InPlace(t *testing.T) {
 		}
 	}
 }
+
+func TestAttentionMergeF16(t *testing.T) {
+	for _, mode := range []int{0, 1, 2} {
+		for _, b32 := range []int{0, 1} {
+			for _, c := range []struct{ rows, values int }{{8, 72}, {7, 72}, {1, 4}, {13, 20}, {5, 100}, {64, 64}} {
+				p := kernels.Params{"rows": c.rows, "values": c.values, "mode": mode, "bacc32": b32}
+				rep, err := Run("attention_merge_f16", p, uint64(c.rows*c.values+mode), kernels.Cache{})
+				if err != nil {
+					t.Fatalf("%v: %v", p, err)
+				}
+				t.Logf("%s", rep)
+			}
+		}
+	}
+}
+
+func TestAttentionMergeF16CheckCatchesCorruption(t *testing.T) {
+	for _, mode := range []int{0, 1, 2} {
+		layExpectCorruptionCaught(t, "attention_merge_f16", kernels.Params{"rows": 3, "values": 20, "mode": mode}, 0, 80, 232)
+	}
+}
