@@ -116,7 +116,8 @@ func init() {
 			"scores are ignored (any bits) and their p written as +0. m = f16 max of the valid scores; e = exp(s x - s m) " +
 			"in f32 (s = f32oorx(dk), f32v2axpy, f32exp); the f32 sum of e; e16 = f16(e) staged in out; " +
 			"p = f16(e16 * f32oox(sum)). Every row is split over all six workers by columns, in three worker runs " +
-			"(maxima, exponentials and sums, normalisation); per 4 scores 2 + 12 + 7 worker bundles." + encABI,
+			"(maxima, exponentials and sums, normalisation); per 4 scores 2 + 12 + 7 worker bundles (stats=1: 2 + 12, " +
+			"and the row's (s*m, sum) written instead of normalising)." + encABI,
 		Params: []Param{
 			{Name: "rows", Default: 8, Doc: "rows (1..256)", Check: func(v int, _ Params) error {
 				if v < 1 || v > 256 {
@@ -145,14 +146,18 @@ func init() {
 				}
 				return nil
 			}},
+			{Name: "stats", Default: 0, Doc: "1: the block step of flash-style attention: out keeps the unnormalised e16, " +
+				"stats[row] = (s*m, sum) as f32 (attention_merge_f16's bstats)", Check: zeroOrOne},
 		},
 		Args: []Arg{
-			{Reg: "$m2", Name: "out", Doc: "rows*keys f16 probabilities, 8-byte aligned; may equal in"},
+			{Reg: "$m2", Name: "out", Doc: "rows*keys f16 probabilities (stats=1: e16), 8-byte aligned; may equal in"},
 			{Reg: "$m3", Name: "in", Doc: "rows*keys f16 scores, 8-byte aligned"},
+			{Reg: "$m4", Name: "stats", Doc: "stats=1: rows pairs (s*m, sum) of f32, 8-byte aligned"},
 		},
 		Operands: []Operand{
 			{Name: "out", Align: 8, Written: true, Bytes: rowsKeys},
 			{Name: "in", Align: 8, Bytes: rowsKeys},
+			{Name: "stats", Align: 8, Written: true, Bytes: func(p Params) int { return 8 * p["rows"] * p["stats"] }},
 		},
 	})
 }

@@ -436,7 +436,7 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 	case "layer_norm_f16":
 		return LayerNormF16(p["rows"], p["width"], p["residual"]), nil
 	case "softmax_f16":
-		return SoftmaxF16(p["rows"], p["keys"], p["valid"]), nil
+		return SoftmaxF16(p["rows"], p["keys"], p["valid"], p["stats"]), nil
 	case "attention_merge_f16":
 		return AttentionMergeF16(p["rows"], p["values"], p["mode"], p["bacc32"]), nil
 	}
@@ -528,8 +528,9 @@ func threeRuns(args int, a, b, c *[ipu21.WorkerContexts]int) int64 {
 }
 
 // SoftmaxF16 is the cycle count of softmax_f16 (rows rows of keys scores,
-// valid of them valid, 0 meaning all; dk does not change the timing).
-func SoftmaxF16(rows, keys, valid int) int64 {
+// valid of them valid, 0 meaning all; stats 0 or 1; dk does not change the
+// timing).
+func SoftmaxF16(rows, keys, valid, stats int) int64 {
 	// src/softmax.S. The live words NW = ceil(valid/4) are split over the
 	// workers; with a partial last word (vt = valid%4 != 0) the worker
 	// whose slice ends with it (flag = 1) handles it apart, masked. The
@@ -543,7 +544,9 @@ func SoftmaxF16(rows, keys, valid int) int64 {
 	//      brz (vt) and 17 (flag), 6 closing;
 	//   C: 25 instructions (29 with vt), aligned; per row 9 (the
 	//      reciprocal sum), the rpt, 7 per live word, the rpt, 1 per padding
-	//      word, 4 closing;
+	//      word, 4 closing; with stats 4 more prologue instructions and per
+	//      row 17 (the sum, the maximum, the store) instead of the
+	//      normalisation;
 	// each ending with exitz.
 	if valid == 0 {
 		valid = keys
@@ -565,10 +568,14 @@ func SoftmaxF16(rows, keys, valid int) int64 {
 		full := q - flag
 		a[w] = even(proA) + rows*(2+2*full+brz+7*flag+5) + 1
 		b[w] = even(proB) + rows*(14+12*full+brz+17*flag+6) + 1
-		c[w] = even(proC) + rows*(10+7*q+1+pad[w]+4) + 1
+		if stats != 0 {
+			c[w] = even(proC+4) + rows*(17+1+pad[w]+4) + 1
+		} else {
+			c[w] = even(proC) + rows*(10+7*q+1+pad[w]+4) + 1
+		}
 		f += q
 	}
-	return threeRuns(2, &a, &b, &c)
+	return threeRuns(3, &a, &b, &c)
 }
 
 // AttentionMergeF16 is the cycle count of attention_merge_f16 (rows rows

@@ -346,17 +346,19 @@ func encMax(a, b float32) float32 {
 	return b
 }
 
-// SoftmaxF16Model is softmax_f16 on one row of keys scores of which the
-// first valid count, with scale f32oorx(dk), exactly as the device
-// computes it (src/softmax.S).
-func SoftmaxF16Model(x []float16.Float16, valid, dk int) []float16.Float16 {
+// SoftmaxF16Stats is softmax_f16 stats=1 on one row of keys scores of
+// which the first valid count, with scale f32oorx(dk), exactly as the
+// device computes it (src/softmax.S): the unnormalised e16 (+0 beyond
+// valid), the scaled maximum mf and the f32 sum of the e.
+func SoftmaxF16Stats(x []float16.Float16, valid, dk int) (e16 []float16.Float16, mf, sum float32) {
 	keys := len(x)
 	s := float32(1 / math.Sqrt(float64(dk)))
 	m := float32(math.Inf(-1))
 	for _, v := range x[:valid] {
 		m = encMax(m, v.Float32())
 	}
-	neg := float32(0) - float32(m*s)
+	mf = float32(m * s)
+	neg := float32(0) - mf
 	nw := (valid + 3) / 4
 	e := make([]float32, 4*nw)
 	for i := range x[:valid] {
@@ -364,7 +366,6 @@ func SoftmaxF16Model(x []float16.Float16, valid, dk int) []float16.Float16 {
 		e[i] = float32(math.Exp(float64(p + neg)))
 	}
 	first, count := encSlices(nw)
-	sum := float32(0)
 	for w := 0; w < 6; w++ {
 		part := encLaneSum(e[4*first[w] : 4*(first[w]+count[w])])
 		if w == 0 {
@@ -373,13 +374,21 @@ func SoftmaxF16Model(x []float16.Float16, valid, dk int) []float16.Float16 {
 			sum += part
 		}
 	}
+	e16 = make([]float16.Float16, keys)
+	for i := range x[:valid] {
+		e16[i] = float16.Fromfloat32(e[i])
+	}
+	return e16, mf, sum
+}
+
+// SoftmaxF16Model is softmax_f16 (stats=0) on one row: the probabilities
+// f16(f32(e16) * f32(1/sum)), +0 beyond valid.
+func SoftmaxF16Model(x []float16.Float16, valid, dk int) []float16.Float16 {
+	e16, _, sum := SoftmaxF16Stats(x, valid, dk)
 	inv := float32(1 / float64(sum))
-	out := make([]float16.Float16, keys)
-	for i := range out {
-		if i < valid {
-			e16 := float16.Fromfloat32(e[i])
-			out[i] = float16.Fromfloat32(float32(e16.Float32() * inv))
-		}
+	out := make([]float16.Float16, len(x))
+	for i := range x[:valid] {
+		out[i] = float16.Fromfloat32(float32(e16[i].Float32() * inv))
 	}
 	return out
 }
@@ -424,6 +433,31 @@ func softmaxBounds(x []float64, ref []float64, valid int, s float64) []float64 {
 	return out
 }
 
+// softmaxStatsBounds is the stats=1 part of softmaxBounds: the float64
+// e = exp(s x - s m) of each valid score with its bound e rho + half an f16
+// step at e (1 + rho), the float64 s m with its bound 3u s |m| (the
+// rounded scale and the product), and the float64 sum of e with its bound
+// rhoS sum.
+func softmaxStatsBounds(x []float64, valid int, s float64) (e, eB []float64, mf, mfB, sum, sumB float64) {
+	const u = 1.0 / (1 << 24)
+	m := math.Inf(-1)
+	for _, v := range x[:valid] {
+		m = math.Max(m, v)
+	}
+	e, eB = make([]float64, len(x)), make([]float64, len(x))
+	maxRho := 0.0
+	for i, v := range x[:valid] {
+		rho := (1+u)*math.Exp(4*u*s*(math.Abs(v)+math.Abs(m))) - 1
+		maxRho = math.Max(maxRho, rho)
+		e[i] = math.Exp(s*v - s*m)
+		eB[i] = e[i]*rho + ewHalfStep(e[i]*(1+rho))
+		sum += e[i]
+	}
+	k := float64(valid + 8)
+	rhoS := (1+maxRho)*(1+k*u/(1-k*u)) - 1
+	return e, eB, s * m, 3 * u * s * math.Abs(m), sum, rhoS * sum
+}
+
 func init() {
 	register("softmax_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
 		rows, keys, valid, dk := p["rows"], p["keys"], p["valid"], p["dk"]
@@ -456,6 +490,9 @@ func init() {
 			x64[i] = ewH2F(v)
 		}
 		scale := 1 / math.Sqrt(float64(dk))
+		if p["stats"] == 1 {
+			return softmaxStatsCase(t, rng, &ar, rin, rout, before, x, x64, rows, keys, valid, dk, scale)
+		}
 		ref := reference.Softmax64(x64, rows, keys, valid, scale)
 		want := make([]float16.Float16, 0, n)
 		bound := make([]float64, 0, n)
@@ -699,4 +736,55 @@ func init() {
 			},
 		}, nil
 	})
+}
+
+// softmaxStatsCase finishes the softmax_f16 stats=1 setup: the stats
+// operand, and a check that is bit-exact against SoftmaxF16Stats (e16 in
+// out, (mf, sum) in stats) and within softmaxStatsBounds of float64.
+func softmaxStatsCase(t *emu.Tile, rng *rand.Rand, ar *layArena, rin, rout layRegion, before []byte, x []float16.Float16, x64 []float64,
+	rows, keys, valid, dk int, scale float64) (*Case, error) {
+	rst := ar.alloc(8 * rows)
+	beforeSt, err := layWriteGuarded(t, rng, rst, layRandomBytes(rng, 8*rows))
+	if err != nil {
+		return nil, err
+	}
+	var want []float16.Float16
+	var stats []float32
+	var eRef, eB, mRef, mB, sRef, sB []float64
+	tol := 0.0
+	for r := 0; r < rows; r++ {
+		e16, mf, sum := SoftmaxF16Stats(x[r*keys:(r+1)*keys], valid, dk)
+		want = append(want, e16...)
+		stats = append(stats, mf, sum)
+		e, b, m, mb, su, sb := softmaxStatsBounds(x64[r*keys:(r+1)*keys], valid, scale)
+		eRef, eB = append(eRef, e...), append(eB, b...)
+		mRef, mB, sRef, sB = append(mRef, m), append(mB, mb), append(sRef, su), append(sB, sb)
+		for _, v := range b {
+			tol = math.Max(tol, v)
+		}
+	}
+	return &Case{
+		Args: map[int]uint32{2: rout.addr, 3: rin.addr, 4: rst.addr},
+		// Bit-exact against SoftmaxF16Stats; e16, mf and sum within
+		// softmaxStatsBounds of float64 (the reported tolerance is the
+		// largest e16 bound).
+		Tolerance: tol,
+		Check: func(t *emu.Tile) (float64, error) {
+			if _, err := ewCheckF16(t, rout, before, want, 0); err != nil {
+				return 0, fmt.Errorf("out (e16): %w", err)
+			}
+			if _, err := layCheckExact(t, rst, beforeSt, encF32Bytes(stats), nil); err != nil {
+				return 0, fmt.Errorf("stats: %w", err)
+			}
+			for r := 0; r < rows; r++ {
+				if d := math.Abs(float64(stats[2*r]) - mRef[r]); !(d <= mB[r]) {
+					return 0, fmt.Errorf("row %d: mf %v, float64 %v: error %g exceeds %g", r, stats[2*r], mRef[r], d, mB[r])
+				}
+				if d := math.Abs(float64(stats[2*r+1]) - sRef[r]); !(d <= sB[r]) {
+					return 0, fmt.Errorf("row %d: sum %v, float64 %v: error %g exceeds %g", r, stats[2*r+1], sRef[r], d, sB[r])
+				}
+			}
+			return encCheckAgainst(want, eRef, func(i int) float64 { return eB[i] })
+		},
+	}, nil
 }

@@ -122,12 +122,14 @@ func TestSoftmaxF16(t *testing.T) {
 		{8, 64, 0, 72}, {7, 64, 25, 72}, {8, 64, 25, 72}, {8, 768, 729, 72}, {7, 768, 729, 64}, {1, 4, 1, 72},
 		{1, 4, 0, 1}, {3, 20, 18, 72}, {5, 100, 2, 72}, {2, 200, 197, 64}, {13, 52, 51, 72}, {1, 4096, 4093, 72},
 	} {
-		p := kernels.Params{"rows": c.rows, "keys": c.keys, "valid": c.valid, "dk": c.dk}
-		rep, err := Run("softmax_f16", p, uint64(c.rows*c.keys+c.valid), kernels.Cache{})
-		if err != nil {
-			t.Fatalf("%v: %v", p, err)
+		for _, stats := range []int{0, 1} {
+			p := kernels.Params{"rows": c.rows, "keys": c.keys, "valid": c.valid, "dk": c.dk, "stats": stats}
+			rep, err := Run("softmax_f16", p, uint64(c.rows*c.keys+c.valid), kernels.Cache{})
+			if err != nil {
+				t.Fatalf("%v: %v", p, err)
+			}
+			t.Logf("%s", rep)
 		}
-		t.Logf("%s", rep)
 	}
 }
 
@@ -136,6 +138,7 @@ func TestSoftmaxF16CheckCatchesCorruption(t *testing.T) {
 	// (keys 24..27, valid 25) and a padding word (keys 28..31): the +0
 	// padding is checked too.
 	layExpectCorruptionCaught(t, "softmax_f16", kernels.Params{"rows": 3, "keys": 64, "valid": 25}, 0, 48, 56, 128+56)
+	layExpectCorruptionCaught(t, "softmax_f16", kernels.Params{"rows": 3, "keys": 64, "valid": 25, "stats": 1}, 0, 48, 56, 128+56)
 }
 
 // TestSoftmaxF16InPlace runs softmax_f16 with out == in.

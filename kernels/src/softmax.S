@@ -4,9 +4,14 @@
 // included) and their probabilities written as +0 (the row padded).
 // VALID = 0 means KEYS.
 //
+// STATS=1 (the block step of flash-style attention, for
+// attention_merge_f16): out keeps the unnormalised e16 and stats[row] =
+// (mf, sum) as f32 (the block's maximum, already scaled, and its sum).
+//
 // ABI (supervisor entry softmax_f16): $m2 = out, $m3 = in (ROWS*KEYS f16
 // each, rows contiguous, 8-byte aligned; out may equal in, in place, but
-// must not otherwise overlap it), $m10 = return address. Clobbers $m0,
+// must not otherwise overlap it), $m4 = stats (STATS=1: ROWS pairs of f32,
+// 8-byte aligned), $m10 = return address. Clobbers $m0,
 // $m1 and the kernel's vertex words (which hold the cross-worker partial
 // maxima and sums). Parameters ROWS, KEYS (multiple of 4), VALID (1..KEYS),
 // DK (>= 1).
@@ -28,7 +33,8 @@
 // same way for the zero stores. Three worker runs, separated by sync 2:
 // A the partial maxima (2 bundles per word), B the exponentials and
 // partial sums, e16 written to out (12 bundles per word), C the
-// normalisation (7 bundles per word) and the zero padding (1 per word).
+// normalisation (7 bundles per word; STATS=1: the statistics, none per
+// word) and the zero padding (1 per word).
 
 #include "common.inc"
 
@@ -43,6 +49,9 @@
 #endif
 #ifndef DK
 #define DK 1
+#endif
+#ifndef STATS
+#define STATS 0
 #endif
 
 	.set KW, KEYS / 4		// words per row
@@ -71,7 +80,7 @@
 	.endif
 
 	KERNEL_VERTEX softmax_f16
-	.long DK, 0			// words 2, 3
+	.long DK, 0			// words 2, 3: DK, stats
 	.long 0xFC00FC00, 0xFC00FC00	// words 4, 5: -inf (f16) in every lane
 	.long MASK0, MASK1		// words 6, 7: lanes kept in a partial word
 	.long 0xFC00FC00 & ~MASK0, 0xFC00FC00 & ~MASK1	// words 8, 9: -inf elsewhere
@@ -81,6 +90,7 @@
 	setzi $m0, softmax_f16_vertex
 	st32 $m2, $m0, $mzero, 0
 	st32 $m3, $m0, $mzero, 1
+	st32 $m4, $m0, $mzero, 3
 	setzi $m1, softmax_f16_worker
 	runall $m1, $m0, 0
 	sync 2
@@ -233,7 +243,9 @@
 	{ brnzdec $m6, 1b ; fnop }
 	WORKER_END softmax_f16_exp
 
-// Run C: p = f16(e16 * (1/sum)) over the live words, +0 in the padding.
+// Run C: p = f16(e16 * (1/sum)) over the live words (STATS=0) or the row's
+// (mf, sum) to stats (STATS=1: every worker stores the same 8 bytes, out
+// keeps e16); +0 in the padding either way.
 	WORKER_BEGIN softmax_f16_norm
 	SM_SLICE
 	ld32 $m2, $mvertex_base, $mzero, 0	// out
@@ -248,8 +260,33 @@
 	add $m12, $m12, 8 * NW
 	sub $m5, KW, $m10
 	shl $m5, $m5, 3
+	.if STATS
+	ld32 $m8, $mvertex_base, $mzero, 3	// stats
+	ld32 $a12, $mvertex_base, $mzero, 2
+	f32fromi32 $a12, $a12
+	f32oorx $a12, $a12		// s
+	.endif
 	.p2align 3
 1:
+	.if STATS
+	{ ld32 $a8, $m9, $mzero, PB ; fnop }
+	{ ld32 $a9, $m9, $mzero, PB + 1 ; fnop }
+	{ ld32 $a10, $m9, $mzero, PB + 2 ; f32add $a8, $a8, $a9 }
+	{ ld32 $a9, $m9, $mzero, PB + 3 ; f32add $a8, $a8, $a10 }
+	{ ld32 $a10, $m9, $mzero, PB + 4 ; f32add $a8, $a8, $a9 }
+	{ ld32 $a9, $m9, $mzero, PB + 5 ; f32add $a8, $a8, $a10 }
+	{ ld32 $a4, $m9, $mzero, PA ; f32add $a8, $a8, $a9 }	// sum
+	{ ld32 $a5, $m9, $mzero, PA + 1 ; fnop }
+	{ ld32 $a6, $m9, $mzero, PA + 2 ; f16v2max $a4, $a4, $a5 }
+	{ ld32 $a5, $m9, $mzero, PA + 3 ; f16v2max $a4, $a4, $a6 }
+	{ ld32 $a6, $m9, $mzero, PA + 4 ; f16v2max $a4, $a4, $a5 }
+	{ ld32 $a5, $m9, $mzero, PA + 5 ; f16v2max $a4, $a4, $a6 }
+	{ nop ; f16v2max $a4, $a4, $a5 }
+	{ nop ; f16v2tof32 $a4:5, $a4 }
+	{ nop ; f32mul $a4, $a4, $a12 }		// mf
+	{ nop ; f32max $a5, $a8, $a8 }
+	{ st64step $a4:5, $mzero, $m8+=, 1 ; fnop }
+	.else
 	{ ld32 $a4, $m9, $mzero, PB ; fnop }
 	{ ld32 $a5, $m9, $mzero, PB + 1 ; fnop }
 	{ ld32 $a6, $m9, $mzero, PB + 2 ; f32add $a4, $a4, $a5 }
@@ -270,6 +307,7 @@
 	{ nop ; f32v2mul $a6:7, $a6:7, $a10:11 }
 	{ nop ; f32v4tof16 $a8:9, $a4:7 }
 	{ st64step $a8:9, $m2, $m4+=, 1 ; fnop }
+	.endif
 	{
 		rpt $m10, 0
 		fnop
