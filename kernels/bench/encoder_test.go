@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/ipustack/ipustack/device/emu"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/reference"
 	"github.com/x448/float16"
 )
 
@@ -183,4 +185,112 @@ func TestAttentionMergeF16CheckCatchesCorruption(t *testing.T) {
 	for _, mode := range []int{0, 1, 2} {
 		layExpectCorruptionCaught(t, "attention_merge_f16", kernels.Params{"rows": 3, "values": 20, "mode": mode}, 0, 80, 232)
 	}
+}
+
+// TestFlashAttentionComposes runs flash-style attention for 8 query rows
+// over 729 keys in three key blocks on the emulator: per block
+// softmax_f16 stats=1 (e16 and (s*m, sum)), the block's e16 times V on the
+// host in float64 rounded to f32 (standing in for gemm_f16_f32acc), and
+// attention_merge_f16 initial / update / final carrying the state from
+// call to call. The result must match the float64 softmax(x/sqrt(72)) V
+// within a bound derived from the steps: e16 carries half an f16 step
+// (relative 2^-11, absolute 2^-25 below the normal range), every f32 step
+// together at most 1e-5 relative (the kernels' own bounds are below 1e-6
+// per step at these shapes), then the output's f16 rounding.
+func TestFlashAttentionComposes(t *testing.T) {
+	const rows, keys, dv, dk = 8, 729, 72, 72
+	blocks := []struct{ first, valid, stride int }{{0, 256, 256}, {256, 256, 256}, {512, 217, 220}}
+	rng := rand.New(rand.NewPCG(11, 12))
+	x := make([]float16.Float16, rows*keys)
+	for i := range x {
+		x[i] = ewF64toH(8 * rng.NormFloat64())
+	}
+	v := encNormal(rng, keys*dv, 0, 1)
+	f32b := func(b []byte) []float32 {
+		out := make([]float32, len(b)/4)
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+		}
+		return out
+	}
+	const inA, outA, stA = DataBase, DataBase + 0x4000, DataBase + 0x8000
+	const accA, sA, baccA, bsA, oA = DataBase + 0x10000, DataBase + 0x18000, DataBase + 0x20000, DataBase + 0x28000, DataBase + 0x30000
+	var acc, stats []float32
+	var out []float16.Float16
+	for bi, b := range blocks {
+		in := make([]float16.Float16, rows*b.stride)
+		for r := 0; r < rows; r++ {
+			copy(in[r*b.stride:r*b.stride+b.valid], x[r*keys+b.first:r*keys+b.first+b.valid])
+		}
+		tile := layRunRaw(t, "softmax_f16", kernels.Params{"rows": rows, "keys": b.stride, "valid": b.valid, "dk": dk, "stats": 1},
+			map[int]uint32{2: outA, 3: inA, 4: stA}, func(tile *emu.Tile) { tile.Write(inA, ewF16Bytes(in)) })
+		eb := make([]byte, 2*rows*b.stride)
+		tile.Read(outA, eb)
+		e16 := ewBytesF16(eb)
+		sb := make([]byte, 8*rows)
+		tile.Read(stA, sb)
+		bacc := make([]float32, rows*dv)
+		for r := 0; r < rows; r++ {
+			for j := 0; j < dv; j++ {
+				s := 0.0
+				for k := 0; k < b.valid; k++ {
+					s += ewH2F(e16[r*b.stride+k]) * ewH2F(v[(b.first+k)*dv+j])
+				}
+				bacc[r*dv+j] = float32(s)
+			}
+		}
+		mode := min(bi, 1) // initial, then update
+		if bi == len(blocks)-1 {
+			mode = 2
+		}
+		mt := layRunRaw(t, "attention_merge_f16", kernels.Params{"rows": rows, "values": dv, "mode": mode, "bacc32": 1},
+			map[int]uint32{2: accA, 3: sA, 4: baccA, 5: bsA, 6: oA}, func(tile *emu.Tile) {
+				tile.Write(accA, encF32Bytes(acc))
+				tile.Write(sA, encF32Bytes(stats))
+				tile.Write(baccA, encF32Bytes(bacc))
+				tile.Write(bsA, sb)
+			})
+		ab, stb := make([]byte, 4*rows*dv), make([]byte, 8*rows)
+		mt.Read(accA, ab)
+		mt.Read(sA, stb)
+		acc, stats = f32b(ab), f32b(stb)
+		if mode == 2 {
+			ob := make([]byte, 2*rows*dv)
+			mt.Read(oA, ob)
+			out = ewBytesF16(ob)
+		}
+	}
+	x64 := make([]float64, len(x))
+	for i, h := range x {
+		x64[i] = ewH2F(h)
+	}
+	p := reference.Softmax64(x64, rows, keys, keys, 1/math.Sqrt(dk))
+	maxErr := 0.0
+	for r := 0; r < rows; r++ {
+		sumE := 0.0
+		m := math.Inf(-1)
+		for k := 0; k < keys; k++ {
+			m = math.Max(m, x64[r*keys+k]/math.Sqrt(dk))
+		}
+		for k := 0; k < keys; k++ {
+			sumE += math.Exp(x64[r*keys+k]/math.Sqrt(dk) - m)
+		}
+		for j := 0; j < dv; j++ {
+			want, abs, absV := 0.0, 0.0, 0.0
+			for k := 0; k < keys; k++ {
+				vk := ewH2F(v[k*dv+j])
+				want += p[r*keys+k] * vk
+				abs += math.Abs(p[r*keys+k] * vk)
+				absV += math.Abs(vk)
+			}
+			e := abs*(1.0/2048+1e-5) + math.Ldexp(absV, -25)/sumE
+			bound := e + ewHalfStep(math.Abs(want)+e)
+			d := math.Abs(ewH2F(out[r*dv+j]) - want)
+			maxErr = math.Max(maxErr, d)
+			if d > bound {
+				t.Errorf("row %d value %d: %v, float64 attention %v: error %g exceeds %g", r, j, out[r*dv+j].Float32(), want, d, bound)
+			}
+		}
+	}
+	t.Logf("flash attention, 8 rows x 729 keys in 3 blocks: max |error| %.3g vs float64", maxErr)
 }
