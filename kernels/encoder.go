@@ -13,15 +13,6 @@ const encABI = " ABI: operands in $m2.. as listed, $m10 = return; clobbers $m0, 
 	"and worker registers $m0..$m9, $a0..$a15; operands 8-byte aligned, any region, no access tail " +
 	"(the kernel reads only its operands and writes only its outputs)."
 
-// f16Words checks a positive multiple of 4 f16 values whose bytes fit
-// maxOperandBytes.
-func f16Words(v int, _ Params) error {
-	if v <= 0 || v%4 != 0 || 2*v > maxOperandBytes {
-		return fmt.Errorf("must be a positive multiple of 4 up to %d", maxOperandBytes/2)
-	}
-	return nil
-}
-
 // zeroOrOne checks a flag parameter.
 func zeroOrOne(v int, _ Params) error {
 	if v != 0 && v != 1 {
