@@ -10,7 +10,7 @@ import "fmt"
 // encABI is the calling convention of the encoder-layer kernels; each
 // kernel's Args list its operand registers.
 const encABI = " ABI: operands in $m2.. as listed, $m10 = return; clobbers $m0, $m1, the kernel's vertex words (.data) " +
-	"and worker registers $m0..$m9, $a0..$a15; operands 8-byte aligned, any region, no access tail " +
+	"and worker registers $m0..$m12, $a0..$a13; operands 8-byte aligned, any region, no access tail " +
 	"(the kernel reads only its operands and writes only its outputs)."
 
 // zeroOrOne checks a flag parameter.
