@@ -431,6 +431,193 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return FillZero(p["bytes"]), nil
 	case "add_bias_f16":
 		return AddBiasF16(p["rows"], p["r"], p["first"]), nil
+	case "add_f16":
+		return AddF16(p["n"]), nil
+	case "layer_norm_f16":
+		return LayerNormF16(p["rows"], p["width"], p["residual"]), nil
+	case "softmax_f16":
+		return SoftmaxF16(p["rows"], p["keys"], p["valid"], p["stats"]), nil
+	case "attention_merge_f16":
+		return AttentionMergeF16(p["rows"], p["values"], p["mode"], p["bacc32"]), nil
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
+}
+
+// singleRunEntry is singleRun for a supervisor entry that stores args
+// operand registers into the vertex record (setzi, args st32, setzi before
+// the runall).
+func singleRunEntry(args int, bundles [ipu21.WorkerContexts]int) int64 {
+	m := newIssueModel()
+	m.issue(2 + args)
+	m.runall(&bundles)
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
+}
+
+// AddF16 is the cycle count of add_f16 on n values.
+func AddF16(n int) int64 {
+	// src/add.S, per worker with q >= 1 words: 17 prologue instructions,
+	// the nop aligning the rpt (17 instructions of 4 bytes), rpt, 3
+	// bundles for each of q-1 words, the last add and store, exitz. An
+	// empty worker leaves at its brz (6 bundles).
+	var b [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(n / 4) {
+		if q == 0 {
+			b[w] = 6
+		} else {
+			b[w] = 3*q + 19
+		}
+	}
+	return singleRunEntry(3, b)
+}
+
+// LayerNormF16 is the cycle count of layer_norm_f16 (rows rows of width
+// values; residual 0 or 1).
+func LayerNormF16(rows, width, residual int) int64 {
+	// src/layer_norm.S: the supervisor stores 7 operands (setzi, 7 st32,
+	// setzi) and runs three worker runs, each followed by sync 2 (and a
+	// setzi before the next runall). Per worker with c words of each row:
+	//   A: 15 prologue instructions (17 with the residual pointers), the
+	//      aligning nop, 4 clears; per row the rpt, 3 (5) bundles per word
+	//      and the 7-bundle partial sum; exitz;
+	//   B: 19 prologue instructions, the aligning nop, 4 clears; per row
+	//      the 8-bundle mean, the mean pair, the rpt, 7 bundles per word,
+	//      the 7-bundle partial sum; exitz;
+	//   C: 19 prologue instructions, the aligning nop; per row 1/width
+	//      (3), mean and variance (16), the 5 statistics bundles, the rpt,
+	//      11 bundles per word, 3 loop bundles; exitz.
+	// Workers with c = 0 run the same per-row code with empty rpts.
+	perA, proA := 3, 16
+	if residual != 0 {
+		perA, proA = 5, 18
+	}
+	var a, b, c [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(width / 4) {
+		a[w] = proA + 4 + rows*(1+perA*q+7) + 1
+		b[w] = 20 + 4 + rows*(17+7*q) + 1
+		c[w] = 20 + rows*(28+11*q) + 1
+	}
+	m := newIssueModel()
+	m.issue(9)
+	m.runall(&a)
+	m.sync2()
+	m.issue(1)
+	m.runall(&b)
+	m.sync2()
+	m.issue(1)
+	m.runall(&c)
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
+}
+
+// threeRuns is the supervisor of layer_norm_f16 and softmax_f16: args
+// operand stores (setzi, args st32, setzi), then three worker runs each
+// ended by sync 2, a setzi before the second and third.
+func threeRuns(args int, a, b, c *[ipu21.WorkerContexts]int) int64 {
+	m := newIssueModel()
+	m.issue(2 + args)
+	m.runall(a)
+	m.sync2()
+	m.issue(1)
+	m.runall(b)
+	m.sync2()
+	m.issue(1)
+	m.runall(c)
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
+}
+
+// SoftmaxF16 is the cycle count of softmax_f16 (rows rows of keys scores,
+// valid of them valid, 0 meaning all; stats 0 or 1; dk does not change the
+// timing).
+func SoftmaxF16(rows, keys, valid, stats int) int64 {
+	// src/softmax.S. The live words NW = ceil(valid/4) are split over the
+	// workers; with a partial last word (vt = valid%4 != 0) the worker
+	// whose slice ends with it (flag = 1) handles it apart, masked. The
+	// padding words are split the same way. Per worker with c live and z
+	// padding words:
+	//   A: 15 prologue instructions (19 with vt), aligned to an even count;
+	//      per row the -inf load, the rpt, 2 bundles per full word, the
+	//      partial word's brz (vt) and 7 bundles (flag), 5 closing bundles;
+	//   B: 21 instructions (26 with vt), aligned; per row 13 bundles (the
+	//      maximum, the -mf pair, the clears), the rpt, 12 per full word,
+	//      brz (vt) and 17 (flag), 6 closing;
+	//   C: 25 instructions (29 with vt), aligned; per row 9 (the
+	//      reciprocal sum), the rpt, 7 per live word, the rpt, 1 per padding
+	//      word, 4 closing; with stats 4 more prologue instructions and per
+	//      row 17 (the sum, the maximum, the store) instead of the
+	//      normalisation;
+	// each ending with exitz.
+	if valid == 0 {
+		valid = keys
+	}
+	nw, vt := (valid+3)/4, valid%4
+	even := func(n int) int { return n + n%2 }
+	proA, proB, proC, brz := 15, 21, 25, 0
+	if vt != 0 {
+		proA, proB, proC, brz = 19, 26, 29, 1
+	}
+	var a, b, c [ipu21.WorkerContexts]int
+	live, pad := rowsPerWorker(nw), rowsPerWorker(keys/4-nw)
+	f := 0
+	for w, q := range live {
+		flag := 0
+		if vt != 0 && q > 0 && f+q == nw {
+			flag = 1
+		}
+		full := q - flag
+		a[w] = even(proA) + rows*(2+2*full+brz+7*flag+5) + 1
+		b[w] = even(proB) + rows*(14+12*full+brz+17*flag+6) + 1
+		if stats != 0 {
+			c[w] = even(proC+4) + rows*(17+1+pad[w]+4) + 1
+		} else {
+			c[w] = even(proC) + rows*(10+7*q+1+pad[w]+4) + 1
+		}
+		f += q
+	}
+	return threeRuns(3, &a, &b, &c)
+}
+
+// AttentionMergeF16 is the cycle count of attention_merge_f16 (rows rows
+// of values values; mode 0 initial, 1 update, 2 final; bacc32 0 or 1).
+func AttentionMergeF16(rows, values, mode, bacc32 int) int64 {
+	// src/merge.S. Run 1, per worker with c words of each row: 20
+	// prologue instructions; per row the factors (9 bundles; 14 in the
+	// final mode, none in the initial), the rpt, per word 4 (initial), 8
+	// (update; 7 with bacc32) or 11 (final) bundles, 3 loop bundles;
+	// exitz. Run 2 (modes 0 and 1; rows split): 12 prologue instructions,
+	// per row 3 (initial) or 12 (update) bundles, exitz; 6 for a worker
+	// without rows.
+	factors, per := 0, 4
+	switch mode {
+	case 1:
+		factors, per = 9, 8-bacc32
+	case 2:
+		factors, per = 14, 11
+	}
+	var a, b [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(values / 4) {
+		a[w] = 20 + rows*(factors+1+per*q+3) + 1
+	}
+	perRow := 3
+	if mode == 1 {
+		perRow = 12
+	}
+	for w, q := range rowsPerWorker(rows) {
+		if q == 0 {
+			b[w] = 6
+		} else {
+			b[w] = 12 + perRow*q + 1
+		}
+	}
+	m := newIssueModel()
+	m.issue(7) // setzi, 5 st32, setzi
+	m.runall(&a)
+	if mode != 2 {
+		m.sync2()
+		m.issue(1)
+		m.runall(&b)
+	}
+	m.sync2()
+	return int64(m.issue(1)) // br $m10
 }

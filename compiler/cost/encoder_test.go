@@ -1,0 +1,91 @@
+package cost
+
+import (
+	"testing"
+
+	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/bench"
+)
+
+// encoderPoints is the differential table of the encoder-layer kernels:
+// one unit per worker or fewer, uneven work splits, the IPU21.md measured
+// shapes and the largest operands.
+var encoderPoints = []struct {
+	kernel string
+	p      kernels.Params
+}{
+	{"add_f16", kernels.Params{"n": 4}},
+	{"add_f16", kernels.Params{"n": 28}},
+	{"add_f16", kernels.Params{"n": 1004}},
+	{"add_f16", kernels.Params{"n": 729 * 16}},
+	{"add_f16", kernels.Params{"n": 65536}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 4}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 144}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 576}},
+	{"layer_norm_f16", kernels.Params{"rows": 1, "width": 1152}},
+	{"layer_norm_f16", kernels.Params{"rows": 3, "width": 1152}},
+	{"layer_norm_f16", kernels.Params{"rows": 7, "width": 100, "residual": 1}},
+	{"layer_norm_f16", kernels.Params{"rows": 3, "width": 1152, "residual": 1}},
+	{"layer_norm_f16", kernels.Params{"rows": 256, "width": 128}},
+	{"layer_norm_f16", kernels.Params{"rows": 2, "width": 16384, "residual": 1}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 64}},
+	{"softmax_f16", kernels.Params{"rows": 7, "keys": 64, "valid": 25}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 64, "valid": 25}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 768, "valid": 729}},
+	{"softmax_f16", kernels.Params{"rows": 7, "keys": 768, "valid": 729, "dk": 64}},
+	{"softmax_f16", kernels.Params{"rows": 1, "keys": 4, "valid": 1}},
+	{"softmax_f16", kernels.Params{"rows": 1, "keys": 4}},
+	{"softmax_f16", kernels.Params{"rows": 3, "keys": 20, "valid": 18}},
+	{"softmax_f16", kernels.Params{"rows": 5, "keys": 100, "valid": 2}},
+	{"softmax_f16", kernels.Params{"rows": 16, "keys": 4096, "valid": 4095}},
+	{"softmax_f16", kernels.Params{"rows": 256, "keys": 256, "valid": 197}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 64, "stats": 1}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 64, "valid": 25, "stats": 1}},
+	{"softmax_f16", kernels.Params{"rows": 8, "keys": 768, "valid": 729, "stats": 1}},
+	{"softmax_f16", kernels.Params{"rows": 1, "keys": 4, "valid": 3, "stats": 1}},
+	{"softmax_f16", kernels.Params{"rows": 17, "keys": 200, "valid": 197, "stats": 1}},
+	{"attention_merge_f16", kernels.Params{"rows": 8, "values": 72, "mode": 0, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 7, "values": 72, "mode": 0, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 1, "values": 4, "mode": 0, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 13, "values": 20, "mode": 0, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 450, "values": 72, "mode": 0, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 8, "values": 72, "mode": 0, "bacc32": 1}},
+	{"attention_merge_f16", kernels.Params{"rows": 1, "values": 4, "mode": 0, "bacc32": 1}},
+	{"attention_merge_f16", kernels.Params{"rows": 8, "values": 72, "mode": 1, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 7, "values": 72, "mode": 1, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 1, "values": 4, "mode": 1, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 13, "values": 20, "mode": 1, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 450, "values": 72, "mode": 1, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 8, "values": 72, "mode": 1, "bacc32": 1}},
+	{"attention_merge_f16", kernels.Params{"rows": 1, "values": 4, "mode": 1, "bacc32": 1}},
+	{"attention_merge_f16", kernels.Params{"rows": 8, "values": 72, "mode": 2, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 7, "values": 72, "mode": 2, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 1, "values": 4, "mode": 2, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 13, "values": 20, "mode": 2, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 450, "values": 72, "mode": 2, "bacc32": 0}},
+	{"attention_merge_f16", kernels.Params{"rows": 8, "values": 72, "mode": 2, "bacc32": 1}},
+	{"attention_merge_f16", kernels.Params{"rows": 1, "values": 4, "mode": 2, "bacc32": 1}},
+}
+
+// TestEncoderModelsMatchEmulator asserts the encoder kernels' models are
+// exact: the estimate equals the emulated cycles on every point.
+func TestEncoderModelsMatchEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the emulator")
+	}
+	cache := kernels.Cache{Dir: t.TempDir()}
+	for _, pt := range encoderPoints {
+		rep, err := bench.Run(pt.kernel, pt.p, 11, cache)
+		if err != nil {
+			t.Errorf("%s %v: %v", pt.kernel, pt.p, err)
+			continue
+		}
+		got, err := Kernel(pt.kernel, pt.p)
+		if err != nil {
+			t.Fatalf("%s %v: %v", pt.kernel, pt.p, err)
+		}
+		if got != int64(rep.Cycles) {
+			t.Errorf("%s %v: model %d cycles, emulator %d (%+d)", pt.kernel, pt.p, got, rep.Cycles, got-int64(rep.Cycles))
+		}
+	}
+}
