@@ -540,8 +540,8 @@ func SoftmaxF16(rows, keys, valid, stats int) int64 {
 	//      per row the -inf load, the rpt, 2 bundles per full word, the
 	//      partial word's brz (vt) and 7 bundles (flag), 5 closing bundles;
 	//   B: 21 instructions (26 with vt), aligned; per row 13 bundles (the
-	//      maximum, the -mf pair, the clears), the rpt, 12 per full word,
-	//      brz (vt) and 17 (flag), 6 closing;
+	//      maximum, the -mf pair, the clears), the rpt, 13 per full word,
+	//      brz (vt) and 18 (flag), 6 closing;
 	//   C: 25 instructions (29 with vt), aligned; per row 9 (the
 	//      reciprocal sum), the rpt, 7 per live word, the rpt, 1 per padding
 	//      word, 4 closing; with stats 4 more prologue instructions and per
@@ -567,7 +567,7 @@ func SoftmaxF16(rows, keys, valid, stats int) int64 {
 		}
 		full := q - flag
 		a[w] = even(proA) + rows*(2+2*full+brz+7*flag+5) + 1
-		b[w] = even(proB) + rows*(14+12*full+brz+17*flag+6) + 1
+		b[w] = even(proB) + rows*(14+13*full+brz+18*flag+6) + 1
 		if stats != 0 {
 			c[w] = even(proC+4) + rows*(17+1+pad[w]+4) + 1
 		} else {
@@ -583,17 +583,17 @@ func SoftmaxF16(rows, keys, valid, stats int) int64 {
 func AttentionMergeF16(rows, values, mode, bacc32 int) int64 {
 	// src/merge.S. Run 1, per worker with c words of each row: 20
 	// prologue instructions; per row the factors (9 bundles; 14 in the
-	// final mode, none in the initial), the rpt, per word 4 (initial), 8
-	// (update; 7 with bacc32) or 11 (final) bundles, 3 loop bundles;
+	// final mode, none in the initial), the rpt, per word 4 (initial), 10
+	// (update; 9 with bacc32) or 13 (final) bundles, 3 loop bundles;
 	// exitz. Run 2 (modes 0 and 1; rows split): 12 prologue instructions,
 	// per row 3 (initial) or 12 (update) bundles, exitz; 6 for a worker
 	// without rows.
 	factors, per := 0, 4
 	switch mode {
 	case 1:
-		factors, per = 9, 8-bacc32
+		factors, per = 9, 10-bacc32
 	case 2:
-		factors, per = 14, 11
+		factors, per = 14, 13
 	}
 	var a, b [ipu21.WorkerContexts]int
 	for w, q := range rowsPerWorker(values / 4) {

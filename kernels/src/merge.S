@@ -26,7 +26,9 @@
 // itself. Run 2 (MODE 0 and 1: the new statistics, after sync 2, so that
 // no worker of run 1 reads a pair already replaced) splits the rows, QR +
 // (w < RR) from row w*QR + min(w, RR). Per four values run 1 issues 4
-// (initial), 8 (update; 7 with BACC32) or 11 (final) bundles.
+// (initial), 10 (update; 9 with BACC32) or 13 (final) bundles: each
+// f32v2axpy is primed into $azeros and its result flushed out in the next
+// bundle (the instruction returns the previous result, hover text).
 
 #include "common.inc"
 
@@ -138,7 +140,7 @@
 	MG_FACTORS
 #if BACC32
 	{
-		rpt $m1, 6
+		rpt $m1, 8
 		fnop
 	}
 	{ ld64 $a0:1, $m6, $m4, 0 ; fnop }
@@ -149,17 +151,19 @@
 	}
 	{
 		ld64 $a2:3, $m6, $m4, 1
-		f32v2axpy $a4:5, $a0:1, $a4:5
+		f32v2axpy $azeros, $a0:1, $a4:5
 	}
+	{ nop ; f32v2axpy $a4:5, $azeros, $azeros }	// the result (pipelined)
 	{
 		st64 $a4:5, $m2, $m4, 0
 		f32v2mul $a6:7, $a6:7, $a10:11
 	}
-	{ nop ; f32v2axpy $a6:7, $a2:3, $a6:7 }
+	{ nop ; f32v2axpy $azeros, $a2:3, $a6:7 }
+	{ nop ; f32v2axpy $a6:7, $azeros, $azeros }	// the result (pipelined)
 	{ st64step $a6:7, $m0, $m4+=, 2 ; fnop }
 #else
 	{
-		rpt $m1, 7
+		rpt $m1, 9
 		fnop
 	}
 	{ ld64step $a8:9, $m6, $m7+=, 1 ; fnop }
@@ -172,18 +176,20 @@
 		f32v2mul $a4:5, $a4:5, $a10:11
 	}
 	{ nop ; f16v2tof32 $a2:3, $a9 }
-	{ nop ; f32v2axpy $a4:5, $a0:1, $a4:5 }
+	{ nop ; f32v2axpy $azeros, $a0:1, $a4:5 }
+	{ nop ; f32v2axpy $a4:5, $azeros, $azeros }	// the result (pipelined)
 	{
 		st64 $a4:5, $m2, $m4, 0
 		f32v2mul $a6:7, $a6:7, $a10:11
 	}
-	{ nop ; f32v2axpy $a6:7, $a2:3, $a6:7 }
+	{ nop ; f32v2axpy $azeros, $a2:3, $a6:7 }
+	{ nop ; f32v2axpy $a6:7, $azeros, $azeros }	// the result (pipelined)
 	{ st64step $a6:7, $m0, $m4+=, 2 ; fnop }
 #endif
 #else
 	MG_FACTORS final=1
 	{
-		rpt $m1, 10
+		rpt $m1, 12
 		fnop
 	}
 #if BACC32
@@ -194,7 +200,8 @@
 		ld64step $a6:7, $m0, $m4+=, 2
 		f32v2mul $a4:5, $a4:5, $a10:11
 	}
-	{ nop ; f32v2axpy $a4:5, $a0:1, $a4:5 }
+	{ nop ; f32v2axpy $azeros, $a0:1, $a4:5 }
+	{ nop ; f32v2axpy $a4:5, $azeros, $azeros }	// the result (pipelined)
 #else
 	{ ld64 $a8:9, $m6, $m7, 0 ; fnop }
 	{
@@ -206,10 +213,12 @@
 		f32v2mul $a4:5, $a4:5, $a10:11
 	}
 	{ nop ; f16v2tof32 $a2:3, $a9 }
-	{ nop ; f32v2axpy $a4:5, $a0:1, $a4:5 }
+	{ nop ; f32v2axpy $azeros, $a0:1, $a4:5 }
+	{ nop ; f32v2axpy $a4:5, $azeros, $azeros }	// the result (pipelined)
 #endif
 	{ nop ; f32v2mul $a6:7, $a6:7, $a10:11 }
-	{ nop ; f32v2axpy $a6:7, $a2:3, $a6:7 }
+	{ nop ; f32v2axpy $azeros, $a2:3, $a6:7 }
+	{ nop ; f32v2axpy $a6:7, $azeros, $azeros }	// the result (pipelined)
 	{ nop ; f32v2mul $a4:5, $a4:5, $a12:13 }
 	{ nop ; f32v2mul $a6:7, $a6:7, $a12:13 }
 	{ nop ; f32v4tof16 $a4:5, $a4:7 }

@@ -32,7 +32,7 @@
 // (0xFC00), whose exp is 0. The KEYS/4 - NW padding words are split the
 // same way for the zero stores. Three worker runs, separated by sync 2:
 // A the partial maxima (2 bundles per word), B the exponentials and
-// partial sums, e16 written to out (12 bundles per word), C the
+// partial sums, e16 written to out (13 bundles per word), C the
 // normalisation (7 bundles per word; STATS=1: the statistics, none per
 // word) and the zero padding (1 per word).
 
@@ -177,12 +177,15 @@
 	WORKER_END softmax_f16
 
 // One word's exponentials from $a8:9 (x, f16): into $a4:7 (f32), added to
-// the lanes $a0:3, e16 stored to out at $m2 + $m4 ($m4 += 8). 11 bundles.
+// the lanes $a0:3, e16 stored to out at $m2 + $m4 ($m4 += 8). 12 bundles.
 .macro SM_EXP
 	{ nop ; f16v2tof32 $a4:5, $a8 }
 	{ nop ; f16v2tof32 $a6:7, $a9 }
-	{ nop ; f32v2axpy $a4:5, $a4:5, $a10:11 }
-	{ nop ; f32v2axpy $a6:7, $a6:7, $a10:11 }
+	// f32v2axpy returns the previous result (a one-stage pipeline, hover
+	// text): prime, chain, flush.
+	{ nop ; f32v2axpy $azeros, $a4:5, $a10:11 }
+	{ nop ; f32v2axpy $a4:5, $a6:7, $a10:11 }
+	{ nop ; f32v2axpy $a6:7, $azeros, $azeros }
 	{ nop ; f32exp $a4, $a4 }
 	{ nop ; f32exp $a5, $a5 }
 	{ nop ; f32exp $a6, $a6 }
@@ -221,7 +224,7 @@
 	{ nop ; f32v2add $a0:1, $azeros, $azeros }
 	{ nop ; f32v2add $a2:3, $azeros, $azeros }
 	{
-		rpt $m1, 11
+		rpt $m1, 12
 		fnop
 	}
 	{ ld64 $a8:9, $m3, $m4, 0 ; fnop }
