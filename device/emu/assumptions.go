@@ -136,7 +136,18 @@ var assumptions = []Assumption{
 			"entering, so none depends on the answer.",
 		Conservative: "Independent of the rule: a kernel that switches between f32v2axpy and f16v4mix/f16v4gacc discards the first " +
 			"destination after the switch (a prime into $azeros) or clears (ZAACC) between them, and never reads the state a previous run " +
-			"left. ipustack's only user, gelu_f16 PRECISE=1 (kernels/src/gelu.S), primes and flushes within each word.",
+			"left. ipustack's users (gelu_f16 PRECISE=1, softmax_f16, attention_merge_f16) prime and flush within each word.",
+	},
+	{
+		Name: "delta-load-registers",
+		Rule: "ldd16v2a32 takes its current delta from the upper half of the delta register and writes the next 32-bit pair of " +
+			"deltas into the @ register; ld64a32 takes its delta from the lower half and leaves its delta register alone; ldb16b16 " +
+			"is not emulated (faults \"not emulated\").",
+		Evidence: "Hover text: data at base plus a 16-bit unsigned delta, the pointer advancing by 2 (4, 8); ldd16v2a32's delta is " +
+			"\"located in the msbs\" and it loads \"a new pair of 16-bit deltas\" without naming the register (the other ldd16* forms " +
+			"mark the written delta register with @); ldb16b16 does not say which of its deltas moves by 2 and which by the " +
+			"mini-delta. No public kernel uses ld64a32 or ldd16v2a32; popsparse uses ldd16a32/ldd16a64/ldd16b16, which the text settles.",
+		Conservative: "Kernels use ldd16v2a32 and ld64a32 only after checking them on hardware; the compiler emits neither.",
 	},
 }
 
