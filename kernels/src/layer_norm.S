@@ -70,12 +70,8 @@
 	st32 $m6, $m0, $mzero, 4
 	st32 $m7, $m0, $mzero, 5
 	st32 $m8, $m0, $mzero, 6
-	setzi $m1, layer_norm_f16_worker
-	runall $m1, $m0, 0
-	sync 2
-	setzi $m1, layer_norm_f16_var_worker
-	runall $m1, $m0, 0
-	sync 2
+	RUN_STAGE layer_norm_f16_worker
+	RUN_STAGE layer_norm_f16_var_worker
 	setzi $m1, layer_norm_f16_apply_worker
 	runall $m1, $m0, 0
 	SUPERVISOR_END layer_norm_f16

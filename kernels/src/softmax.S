@@ -91,12 +91,8 @@
 	st32 $m2, $m0, $mzero, 0
 	st32 $m3, $m0, $mzero, 1
 	st32 $m4, $m0, $mzero, 3
-	setzi $m1, softmax_f16_worker
-	runall $m1, $m0, 0
-	sync 2
-	setzi $m1, softmax_f16_exp_worker
-	runall $m1, $m0, 0
-	sync 2
+	RUN_STAGE softmax_f16_worker
+	RUN_STAGE softmax_f16_exp_worker
 	setzi $m1, softmax_f16_norm_worker
 	runall $m1, $m0, 0
 	SUPERVISOR_END softmax_f16
