@@ -191,6 +191,20 @@
 	{ st64step $a8:9, $m2, $m4+=, 1 ; fnop }
 .endm
 
+// The row's scaled maximum mf into $a4 (f32), from its six partial maxima
+// at vertex words PA.. of $m9, the first two already loaded into $a4 and
+// $a5 by the caller's bundles (run B and run C pair them differently);
+// the scale s in $a12. 7 bundles.
+.macro SM_ROW_MF
+	{ ld32 $a6, $m9, $mzero, PA + 2 ; f16v2max $a4, $a4, $a5 }
+	{ ld32 $a5, $m9, $mzero, PA + 3 ; f16v2max $a4, $a4, $a6 }
+	{ ld32 $a6, $m9, $mzero, PA + 4 ; f16v2max $a4, $a4, $a5 }
+	{ ld32 $a5, $m9, $mzero, PA + 5 ; f16v2max $a4, $a4, $a6 }
+	{ nop ; f16v2max $a4, $a4, $a5 }
+	{ nop ; f16v2tof32 $a4:5, $a4 }
+	{ nop ; f32mul $a4, $a4, $a12 }		// mf
+.endm
+
 // Run B: the exponentials, e16 to out, the partial sums.
 	WORKER_BEGIN softmax_f16_exp
 	SM_SLICE
@@ -208,13 +222,7 @@
 1:
 	{ ld32 $a4, $m9, $mzero, PA ; fnop }
 	{ ld32 $a5, $m9, $mzero, PA + 1 ; fnop }
-	{ ld32 $a6, $m9, $mzero, PA + 2 ; f16v2max $a4, $a4, $a5 }
-	{ ld32 $a5, $m9, $mzero, PA + 3 ; f16v2max $a4, $a4, $a6 }
-	{ ld32 $a6, $m9, $mzero, PA + 4 ; f16v2max $a4, $a4, $a5 }
-	{ ld32 $a5, $m9, $mzero, PA + 5 ; f16v2max $a4, $a4, $a6 }
-	{ nop ; f16v2max $a4, $a4, $a5 }
-	{ nop ; f16v2tof32 $a4:5, $a4 }
-	{ nop ; f32mul $a4, $a4, $a12 }		// mf
+	SM_ROW_MF
 	{ nop ; f32sub $a10, $azero, $a4 }
 	{ nop ; f32max $a11, $a10, $a10 }	// the -mf pair
 	{ nop ; f32v2add $a0:1, $azeros, $azeros }
@@ -276,13 +284,7 @@
 	{ ld32 $a9, $m9, $mzero, PB + 5 ; f32add $a8, $a8, $a10 }
 	{ ld32 $a4, $m9, $mzero, PA ; f32add $a8, $a8, $a9 }	// sum
 	{ ld32 $a5, $m9, $mzero, PA + 1 ; fnop }
-	{ ld32 $a6, $m9, $mzero, PA + 2 ; f16v2max $a4, $a4, $a5 }
-	{ ld32 $a5, $m9, $mzero, PA + 3 ; f16v2max $a4, $a4, $a6 }
-	{ ld32 $a6, $m9, $mzero, PA + 4 ; f16v2max $a4, $a4, $a5 }
-	{ ld32 $a5, $m9, $mzero, PA + 5 ; f16v2max $a4, $a4, $a6 }
-	{ nop ; f16v2max $a4, $a4, $a5 }
-	{ nop ; f16v2tof32 $a4:5, $a4 }
-	{ nop ; f32mul $a4, $a4, $a12 }		// mf
+	SM_ROW_MF
 	{ nop ; f32max $a5, $a8, $a8 }
 	{ st64step $a4:5, $mzero, $m8+=, 1 ; fnop }
 	.else
