@@ -4,16 +4,12 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/kernels"
-	"github.com/ipustack/ipustack/kernels/bench"
 )
 
 // encoderPoints is the differential table of the encoder-layer kernels:
 // one unit per worker or fewer, uneven work splits, the IPU21.md measured
 // shapes and the largest operands.
-var encoderPoints = []struct {
-	kernel string
-	p      kernels.Params
-}{
+var encoderPoints = []modelPoint{
 	{"add_f16", kernels.Params{"n": 4}},
 	{"add_f16", kernels.Params{"n": 28}},
 	{"add_f16", kernels.Params{"n": 1004}},
@@ -75,17 +71,8 @@ func TestEncoderModelsMatchEmulator(t *testing.T) {
 	}
 	cache := kernels.Cache{Dir: t.TempDir()}
 	for _, pt := range encoderPoints {
-		rep, err := bench.Run(pt.kernel, pt.p, 11, cache)
-		if err != nil {
-			t.Errorf("%s %v: %v", pt.kernel, pt.p, err)
-			continue
-		}
-		got, err := Kernel(pt.kernel, pt.p)
-		if err != nil {
-			t.Fatalf("%s %v: %v", pt.kernel, pt.p, err)
-		}
-		if got != int64(rep.Cycles) {
-			t.Errorf("%s %v: model %d cycles, emulator %d (%+d)", pt.kernel, pt.p, got, rep.Cycles, got-int64(rep.Cycles))
+		if got, emu, ok := modelAndEmulator(t, pt, 11, cache); ok && got != emu {
+			t.Errorf("%s %v: model %d cycles, emulator %d (%+d)", pt.kernel, pt.p, got, emu, got-emu)
 		}
 	}
 }

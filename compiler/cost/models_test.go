@@ -14,10 +14,7 @@ import (
 // the small-path / fast-path boundaries (r = 11, 12 for the GEMMs; one word
 // or row per worker), uneven work splits (r % 6 != 0), partial column and
 // inner groups, and realistic planner block sizes.
-var modelPoints = []struct {
-	kernel string
-	p      kernels.Params
-}{
+var modelPoints = []modelPoint{
 	{"gemm_f16", kernels.Params{"k": 16, "c": 16, "r": 1}},
 	{"gemm_f16", kernels.Params{"k": 16, "c": 16, "r": 11}},
 	{"gemm_f16", kernels.Params{"k": 32, "c": 16, "r": 12}},
@@ -120,16 +117,10 @@ func TestModelsMatchEmulator(t *testing.T) {
 	cache := kernels.Cache{Dir: t.TempDir()}
 	exact := 0
 	for _, pt := range modelPoints {
-		rep, err := bench.Run(pt.kernel, pt.p, 7, cache)
-		if err != nil {
-			t.Errorf("%s %v: %v", pt.kernel, pt.p, err)
+		got, emu, ok := modelAndEmulator(t, pt, 7, cache)
+		if !ok {
 			continue
 		}
-		got, err := Kernel(pt.kernel, pt.p)
-		if err != nil {
-			t.Fatalf("%s %v: %v", pt.kernel, pt.p, err)
-		}
-		emu := int64(rep.Cycles)
 		diff := got - emu
 		if diff == 0 {
 			exact++
@@ -146,6 +137,29 @@ func TestModelsMatchEmulator(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d points exact", exact, len(modelPoints))
+}
+
+// modelPoint is one kernel specialisation of a differential table.
+type modelPoint struct {
+	kernel string
+	p      kernels.Params
+}
+
+// modelAndEmulator returns pt's model cycles and its emulated cycles (a
+// run with data seed seed); ok is false when the emulator run failed,
+// which it reports.
+func modelAndEmulator(t *testing.T, pt modelPoint, seed uint64, cache kernels.Cache) (model, emu int64, ok bool) {
+	t.Helper()
+	rep, err := bench.Run(pt.kernel, pt.p, seed, cache)
+	if err != nil {
+		t.Errorf("%s %v: %v", pt.kernel, pt.p, err)
+		return 0, 0, false
+	}
+	model, err = Kernel(pt.kernel, pt.p)
+	if err != nil {
+		t.Fatalf("%s %v: %v", pt.kernel, pt.p, err)
+	}
+	return model, int64(rep.Cycles), true
 }
 
 func abs(x int64) int64 {
