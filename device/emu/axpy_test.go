@@ -14,13 +14,7 @@ func TestAxpy(t *testing.T) {
 	// $a0:1 = x, $a2:3 = y; $TAS = 3.
 	xy := regsA(fb(1), fb(2), fb(10), fb(20))
 	const r = 1 + 0x1p-12 // r*r = 1 + 2^-11 + 2^-24: not an f32
-	cases := []struct {
-		name string
-		tas  uint32
-		a    []uint32
-		prog []in
-		want []regAt
-	}{
+	cases := []tasCase{
 		{name: "first axpy returns the cleared state", tas: fb(3), a: xy,
 			prog: []in{I("f32v2axpy", 4, 0, 2)},
 			want: []regAt{wantA(4, 0), wantA(5, 0)}},
@@ -62,20 +56,7 @@ func TestAxpy(t *testing.T) {
 			prog: []in{I("f32v2axpy", 14, 0, 2), I("f16v4gacc", 4)},
 			want: []regAt{wantA(4, h(3)|0x7C00<<16), wantA(5, 0)}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			tl := NewTile(0)
-			w := &tl.Workers[1]
-			copy(w.A[:], tc.a)
-			w.CSR[csrTAS] = tc.tas
-			runWorker(t, tl, 1, append(tc.prog, I("exitz", mzero))...)
-			for _, r := range tc.want {
-				if w.A[r.r] != r.v {
-					t.Errorf("$a%d = 0x%08x, want 0x%08x", r.r, w.A[r.r], r.v)
-				}
-			}
-		})
-	}
+	runTASCases(t, cases)
 }
 
 // TestAxpyAcrossRuns: the state one run of a worker leaves behind is what

@@ -8,13 +8,7 @@ import "testing"
 func TestMix(t *testing.T) {
 	x := regsA(hh(1, 2), hh(3, -4))   // $a0:1
 	y := regsA(hh(10, 10), hh(10, 0)) // $a2:3
-	cases := []struct {
-		name string
-		tas  uint32
-		a    []uint32
-		prog []in
-		want []regAt
-	}{
+	cases := []tasCase{
 		{name: "first mix returns the cleared lanes", tas: hh(0.5, -1), a: append(x, y...),
 			prog: []in{I("f16v4mix", 4, 0, 2)},
 			want: []regAt{wantA(4, 0), wantA(5, 0)}},
@@ -36,6 +30,23 @@ func TestMix(t *testing.T) {
 			prog: []in{I("f16v4mix", 4, 0, 2), I("setzi.a", 8, fpClrZAACC), I("uput", csrFPClr&0xFF, 8), I("f16v4gacc", 6)},
 			want: []regAt{wantA(6, 0), wantA(7, 0)}},
 	}
+	runTASCases(t, cases)
+}
+
+// tasCase is a worker program run with $TAS and $a registers preset, and
+// the $a registers it must leave.
+type tasCase struct {
+	name string
+	tas  uint32
+	a    []uint32
+	prog []in
+	want []regAt
+}
+
+// runTASCases runs each case on worker 1 of a new tile (prog, then exitz)
+// and checks its registers.
+func runTASCases(t *testing.T, cases []tasCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := NewTile(0)
