@@ -39,7 +39,7 @@ type Recipe struct {
 	Workload string      `json:"workload"`
 	Flags    graph.Flags `json:"flags"`
 	Tiles    int         `json:"tiles"`
-	// Plan is the v0 candidate the compiler chose (the finalist rerank
+	// Plan is the plan the compiler chose, a mid plan or a v0 candidate (the finalist rerank
 	// schedules exchanges, which Prepare does not): Compile records it in
 	// the package's recipe, and Prepare and Compile then plan exactly it.
 	// Nil lets the compiler choose.
