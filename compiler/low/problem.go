@@ -103,7 +103,7 @@ type Problem struct {
 // supported yet" error otherwise.
 func Recognize(g *graph.Graph) (*Problem, error) {
 	unsupported := func(format string, args ...any) error {
-		return fmt.Errorf("compiler v0: %s: not supported yet (the v0 plan family compiles one GEMM x[m][k] x w[k][n], or a chain of MLP blocks x W1 (+b1) -> GELU -> W2 (+b2))", fmt.Sprintf(format, args...))
+		return fmt.Errorf("compiler: %s: not supported yet (both plan families, compiler/mid and v0, take one GEMM x[m][k] x w[k][n], or a chain of MLP blocks x W1 (+b1) -> GELU -> W2 (+b2))", fmt.Sprintf(format, args...))
 	}
 	if len(g.Outputs()) != 1 {
 		return nil, unsupported("%d outputs", len(g.Outputs()))
