@@ -39,9 +39,10 @@ type Recipe struct {
 	Workload string      `json:"workload"`
 	Flags    graph.Flags `json:"flags"`
 	Tiles    int         `json:"tiles"`
-	// Plan is the plan the compiler chose, a mid plan or a v0 candidate (the finalist rerank
-	// schedules exchanges, which Prepare does not): Compile records it in
-	// the package's recipe, and Prepare and Compile then plan exactly it.
+	// Plan is the plan the compiler chose, a mid plan or a v0 candidate
+	// (the finalist rerank schedules exchanges, which Prepare does not):
+	// Compile records it in the package's recipe, and Prepare and Compile
+	// then plan exactly it.
 	// Nil lets the compiler choose.
 	Plan *low.Choice `json:"plan,omitempty"`
 	// Finalists are the rerank's lines (rank, estimate, costed cycles),
