@@ -154,7 +154,7 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		for i, gg := range c.Mid {
 			grids[i] = [3]int{gg.Rows, gg.Cols, gg.Inner}
 		}
-		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids, c.Q)
+		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids, c.Q, c.Loop)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
 		}
@@ -211,7 +211,14 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	res, err := mid.Search(g, ipu21.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative})
+	// The runtime's exchange rows, less the initialize call's weights
+	// phase, bound a plan's phases: an unrolled chain of many blocks
+	// is pruned early (its runtime loop is planned instead).
+	maxPhases := 0
+	if opts.MaxPhases > 0 {
+		maxPhases = opts.MaxPhases - 1
+	}
+	res, err := mid.Search(g, ipu21.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative, MaxPhases: maxPhases})
 	if err != nil {
 		log.Info("mid planner not applicable", "err", err)
 		return nil, err
@@ -226,11 +233,14 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	var out []*low.Plan
 	for i, mp := range res.Finalists {
 		ch := "mid"
-		for _, gp := range mp.Gemms {
+		for _, gp := range mp.Body() {
 			ch += fmt.Sprintf(" %dx%dx%d", gp.Rows.Count, gp.Cols.Count, gp.Inner.Count)
 		}
 		if mp.Chunks > 1 {
 			ch += fmt.Sprintf(" q=%d", mp.Chunks)
+		}
+		if mp.Period > 0 {
+			ch += fmt.Sprintf(" loop=%d", mp.Repeat())
 		}
 		if errs[i] != nil {
 			log.Info("mid finalist not lowered", "rank", i+1, "mid_cycles", mp.Cycles, "plan", ch, "err", errs[i])
@@ -276,11 +286,11 @@ func logPlan(log *slog.Logger, pl *low.Plan) {
 	p, gr := pl.Problem, &pl.Grid
 	if pl.Mid != nil {
 		attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "plan", pl.Choice().String()}
-		for _, g := range pl.Mid.Gemms {
+		for _, g := range pl.Mid.Body() {
 			attrs = append(attrs, g.Node.Name, fmt.Sprintf("rows=%d cols=%d k=%d tiles=%d block r=%d c=%d k=%d",
 				g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(), g.Rows.Block, g.Cols.Block, g.Inner.Block))
 		}
-		attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
+		attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "blocks_looped", pl.Mid.Repeat(), "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
 			"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
 			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
 		log.Info("mid plan", attrs...)

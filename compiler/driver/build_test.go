@@ -345,11 +345,13 @@ func TestMLPStreamedWeights(t *testing.T) {
 	if g := res.Plan.Grid; !g.ColMajor || !g.Stream {
 		t.Fatalf("grid %dx%d stream=%v colMajor=%v", g.R, g.C, g.Stream, g.ColMajor)
 	}
-	// 16 blocks of 512x256 (8 MiB of weights) on 32 tiles: only streaming
-	// fits (at most 16 grid columns for 256 hidden columns).
+	// 16 blocks of 512x256 (8 MiB of weights) on 32 tiles: v0 fits them
+	// only streamed (at most 16 grid columns for 256 hidden columns,
+	// 677,857 cycles); the mid planner's loop over the blocks keeps them
+	// resident on grids of 32 cells (344,353 cycles) and wins.
 	r := mlpRecipeFull(40, 512, 256, 16, 32, true)
-	if g := compile(t, r).Plan.Grid; !g.Stream {
-		t.Fatalf("%+v: grid %dx%d q=%d without streamed weights", r.Flags.MLP, g.R, g.C, g.Q)
+	if ch := compile(t, r).Plan.Choice(); ch.Loop != 16 {
+		t.Fatalf("%+v: plan %v, want the mid loop over 16 blocks", r.Flags.MLP, ch)
 	}
 	buildAndRun(t, r)
 }
@@ -488,4 +490,29 @@ func TestRecordedPlanIsTheChosenOne(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMidBlockLoop: a chain of repeated blocks whose unrolled plan
+// exceeds the runtime's exchange rows gets a mid plan that loops over
+// the blocks (one block's phases, every block's weights resident); the
+// best looped finalist, recorded as the recipe's plan (mid.Rebuild with
+// its loop), rebuilds, runs from its recipe and passes, and so does the
+// searched plan.
+func TestMidBlockLoop(t *testing.T) {
+	r := mlpRecipeFull(77, 40, 90, 12, 64, true) // 24 unrolled GEMMs: more input phases than the row table holds
+	res := compile(t, r)
+	if res.Plan.Mid == nil || res.Plan.Mid.Period != 2 || res.Plan.Choice().Loop != 12 {
+		t.Fatalf("plan %v, want a mid loop over 12 blocks", res.Plan.Choice())
+	}
+	if !hasLoop(res.Plan.Programs[0].Calls[1]) {
+		t.Fatal("the blocks are not a runtime loop")
+	}
+	buildAndRun(t, r)
+	ch := res.Plan.Choice()
+	r.Plan = &ch
+	again := compile(t, r)
+	if !again.Plan.Choice().Equal(ch) || again.Plan.Estimate != res.Plan.Estimate {
+		t.Fatalf("recorded %v (estimate %d), rebuilt %v (estimate %d)", ch, res.Plan.Estimate.Total, again.Plan.Choice(), again.Plan.Estimate.Total)
+	}
+	buildAndRun(t, r)
 }

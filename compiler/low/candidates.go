@@ -24,6 +24,9 @@ type Choice struct {
 	// each GEMM's grid in graph order (Q is then its row chunks, zero for
 	// none; R, C and the rest are zero).
 	Mid []GemmGrid `json:"mid,omitempty"`
+	// Loop, when above 1, makes the mid plan a runtime loop over that
+	// many blocks (mid.Plan.Period): Mid then lists one block's grids.
+	Loop int `json:"loop,omitempty"`
 }
 
 // GemmGrid is one GEMM's grid in a compiler/mid plan: row blocks x column
@@ -43,6 +46,9 @@ func (c Choice) String() string {
 		if c.Q > 1 {
 			s += fmt.Sprintf(" q=%d", c.Q)
 		}
+		if c.Loop > 1 {
+			s += fmt.Sprintf(" loop=%d", c.Loop)
+		}
 		return s
 	}
 	return fmt.Sprintf("%dx%d q=%d stream=%v colmajor=%v", c.R, c.C, c.Q, c.Stream, c.ColMajor)
@@ -50,7 +56,8 @@ func (c Choice) String() string {
 
 // Equal reports whether two choices name the same plan.
 func (c Choice) Equal(o Choice) bool {
-	return c.R == o.R && c.C == o.C && c.Q == o.Q && c.Stream == o.Stream && c.ColMajor == o.ColMajor && slices.Equal(c.Mid, o.Mid)
+	return c.R == o.R && c.C == o.C && c.Q == o.Q && c.Stream == o.Stream && c.ColMajor == o.ColMajor && slices.Equal(c.Mid, o.Mid) &&
+		max(c.Loop, 1) == max(o.Loop, 1)
 }
 
 // Candidate is one feasible plan shape and its cost-model estimate.
@@ -69,11 +76,14 @@ func (c *Candidate) Choice() Choice {
 func (pl *Plan) Choice() Choice {
 	if pl.Mid != nil {
 		var ch Choice
-		for _, g := range pl.Mid.Gemms {
+		for _, g := range pl.Mid.Body() {
 			ch.Mid = append(ch.Mid, GemmGrid{Rows: g.Rows.Count, Cols: g.Cols.Count, Inner: g.Inner.Count})
 		}
 		if pl.Mid.Chunks > 1 {
 			ch.Q = pl.Mid.Chunks
+		}
+		if pl.Mid.Period > 0 {
+			ch.Loop = pl.Mid.Repeat()
 		}
 		return ch
 	}

@@ -110,7 +110,17 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	}
 	pl := &Plan{Problem: p, Tiles: T, Mid: mp, GeluPrecise: opts.GeluPrecise, Conservative: opts.Conservative}
 	pl.initPrograms()
-	gs := mp.Gemms
+	// A looped plan (mp.Period > 0) lowers one block's GEMMs (gs) and
+	// runs them N times; every block's weights and biases share the
+	// body's W<o> and B<o>, block after block, and the graph input is
+	// written where the body's last GEMM leaves its result.
+	gs := mp.Body()
+	N := mp.Repeat()
+	looped := N > 1
+	if looped && mp.Chunks > 1 {
+		return nil, fmt.Errorf("BUG: a looped mid plan in row chunks")
+	}
+	steps := make([]map[string]int, T) // per tile: bytes of one block's panel in W<o> and B<o>
 	// Row chunks: the run call's timed part is one chunk's, looped Q
 	// times; X0 (each first-GEMM cell's input piece of every chunk) and
 	// the last GEMM's result buffer (every chunk's block) advance by one
@@ -145,6 +155,11 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			result := [2]int{o + 1, o + 3}
 			if o == len(gs)-1 {
 				result[1] = 1 << 30
+				if looped {
+					// Written by the host (the input), read by the next
+					// block's first GEMM, read back (the output).
+					result = [2]int{}
+				}
 			}
 			out := work
 			if g.Inner.Count == 1 {
@@ -154,16 +169,21 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			if Q > 1 && o == lastO && g.Inner.Count == 1 {
 				outStep[l], oBytes, out = oBytes, Q*oBytes, [2]int{}
 			}
+			if steps[l] == nil {
+				steps[l] = map[string]int{}
+			}
+			steps[l][W] = k * cc * 2
 			tp.Buffers = append(tp.Buffers,
 				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
-				Buffer{Name: W, Bytes: k * cc * 2, Align: 32, Region: kernels.Interleaved},
+				Buffer{Name: W, Bytes: N * k * cc * 2, Align: 32, Region: kernels.Interleaved},
 				Buffer{Name: O, Bytes: oBytes, Align: 32, Apart: []string{L}, Live: out})
 			if pc := g.InputPiece(c.j, c.p); Q > 1 && o == 0 && pc.Len() > 0 {
 				xStep[l] = r * pc.Len() * 2
 				tp.Buffers = append(tp.Buffers, Buffer{Name: "X0", Bytes: Q * xStep[l], Align: 32})
 			}
 			if lc, ok := outLoc(g, o, c); ok && g.Bias != nil {
-				tp.Buffers = append(tp.Buffers, Buffer{Name: bufName("B", o), Bytes: lc.cols.Len() * 2, Align: 32})
+				steps[l][bufName("B", o)] = lc.cols.Len() * 2
+				tp.Buffers = append(tp.Buffers, Buffer{Name: bufName("B", o), Bytes: N * lc.cols.Len() * 2, Align: 32})
 			}
 			if g.Inner.Count > 1 {
 				if s := g.Slice(c.j, c.p).Len(); s > 0 {
@@ -201,7 +221,22 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			}
 		}
 	}
-	for i := 0; i < g0.Rows.Count && Q == 1; i++ {
+	if looped {
+		// Where the body's last GEMM leaves its result, which the
+		// first GEMM of every block reads.
+		for l := 0; l < last.ActiveTiles(); l++ {
+			c, _ := cellOf(last, l)
+			lc, ok := outLoc(last, len(gs)-1, c)
+			if !ok {
+				continue
+			}
+			n := lc.rows.Len() * lc.cols.Len() * 2
+			in.Slices = append(in.Slices, HostSlice{Tile: l, Ref: Ref{Buf: lc.buf}, Offset: in.Bytes, Length: n,
+				Block: &Rect{Rows: lc.rows, Cols: lc.cols, Order: mid.AMPOut}})
+			in.Bytes += n
+		}
+	}
+	for i := 0; i < g0.Rows.Count && Q == 1 && !looped; i++ {
 		for q := 0; q < g0.Inner.Count; q++ {
 			rs, ks := g0.Rows.Span(i), g0.Inner.Span(q)
 			n := rs.Len() * ks.Len() * 2
@@ -213,34 +248,39 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		}
 	}
 	pl.Inputs = []HostBinding{in}
-	for o, g := range gs {
-		w := HostBinding{Name: g.Right.Name, Kind: ipuexe.KindWeight, Rows: g.K, Cols: g.N}
-		for j := 0; j < g.Cols.Count; j++ {
-			for q := 0; q < g.Inner.Count; q++ {
-				ks, cs := g.Inner.Span(q), g.Cols.Span(j)
-				n := ks.Len() * cs.Len() * 2
-				w.Slices = append(w.Slices, HostSlice{Tile: g.Tile(0, j, q), Ref: Ref{Buf: bufName("W", o)}, Offset: w.Bytes, Length: n,
-					Block: &Rect{Rows: ks, Cols: cs, Order: mid.AMPRight}})
-				w.Bytes += n
+	for b := 0; b < N; b++ {
+		for o, g := range gs {
+			bg := mp.Gemms[b*len(gs)+o] // block b's GEMM o: its own weight and bias nodes
+			W, B := bufName("W", o), bufName("B", o)
+			w := HostBinding{Name: bg.Right.Name, Kind: ipuexe.KindWeight, Rows: g.K, Cols: g.N}
+			for j := 0; j < g.Cols.Count; j++ {
+				for q := 0; q < g.Inner.Count; q++ {
+					ks, cs := g.Inner.Span(q), g.Cols.Span(j)
+					n := ks.Len() * cs.Len() * 2
+					t := g.Tile(0, j, q)
+					w.Slices = append(w.Slices, HostSlice{Tile: t, Ref: Ref{Buf: W, Off: b * steps[t][W]}, Offset: w.Bytes, Length: n,
+						Block: &Rect{Rows: ks, Cols: cs, Order: mid.AMPRight}})
+					w.Bytes += n
+				}
 			}
-		}
-		pl.Weights = append(pl.Weights, w)
-		if g.Bias == nil {
-			continue
-		}
-		// The bias of each result block's columns, on the holders of
-		// grid row 0 (multicast down the columns with the weights).
-		b := HostBinding{Name: g.Bias.Name, Kind: ipuexe.KindWeight, Rows: 1, Cols: g.N}
-		for l := 0; l < g.ActiveTiles(); l++ {
-			c, _ := cellOf(g, l)
-			if lc, ok := outLoc(g, o, c); ok && c.i == 0 {
-				n := lc.cols.Len() * 2
-				b.Slices = append(b.Slices, HostSlice{Tile: l, Ref: Ref{Buf: bufName("B", o)}, Offset: b.Bytes, Length: n,
-					Block: &Rect{Rows: mid.Span{Lo: 0, Hi: 1}, Cols: lc.cols, Order: mid.RowMajor}})
-				b.Bytes += n
+			pl.Weights = append(pl.Weights, w)
+			if g.Bias == nil {
+				continue
 			}
+			// The bias of each result block's columns, on the holders of
+			// grid row 0 (multicast down the columns with the weights).
+			bb := HostBinding{Name: bg.Bias.Name, Kind: ipuexe.KindWeight, Rows: 1, Cols: g.N}
+			for l := 0; l < g.ActiveTiles(); l++ {
+				c, _ := cellOf(g, l)
+				if lc, ok := outLoc(g, o, c); ok && c.i == 0 {
+					n := lc.cols.Len() * 2
+					bb.Slices = append(bb.Slices, HostSlice{Tile: l, Ref: Ref{Buf: B, Off: b * steps[l][B]}, Offset: bb.Bytes, Length: n,
+						Block: &Rect{Rows: mid.Span{Lo: 0, Hi: 1}, Cols: lc.cols, Order: mid.RowMajor}})
+					bb.Bytes += n
+				}
+			}
+			pl.Weights = append(pl.Weights, bb)
 		}
-		pl.Weights = append(pl.Weights, b)
 	}
 	out := HostBinding{Name: p.Output, Kind: ipuexe.KindOutput, Rows: last.M, Cols: last.N}
 	if Q > 1 {
@@ -263,7 +303,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	pl.Outputs = []HostBinding{out}
 
 	// The weights phase of "initialize": grid row 0 multicasts each
-	// panel down its grid column.
+	// panel (every block's, in one transfer) down its grid column.
 	wPhase := -1
 	for o, g := range gs {
 		if g.Rows.Count < 2 {
@@ -274,7 +314,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		}
 		for j := 0; j < g.Cols.Count; j++ {
 			for q := 0; q < g.Inner.Count; q++ {
-				words := g.Inner.Span(q).Len() * g.Cols.Span(j).Len() / 2
+				words := N * g.Inner.Span(q).Len() * g.Cols.Span(j).Len() / 2
 				t := XTransfer{Src: g.Tile(0, j, q), SrcRef: Ref{Buf: bufName("W", o)}, Words: words}
 				for i := 1; i < g.Rows.Count; i++ {
 					t.Dsts = append(t.Dsts, XDest{Tile: g.Tile(i, j, q), Ref: Ref{Buf: bufName("W", o)}})
@@ -291,7 +331,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			if !ok || c.i != 0 {
 				continue
 			}
-			t := XTransfer{Src: l, SrcRef: Ref{Buf: bufName("B", o)}, Words: lc.cols.Len() / 2}
+			t := XTransfer{Src: l, SrcRef: Ref{Buf: bufName("B", o)}, Words: N * lc.cols.Len() / 2}
 			for i := 1; i < g.Rows.Count; i++ {
 				t.Dsts = append(t.Dsts, XDest{Tile: g.Tile(i, c.j, c.p), Ref: Ref{Buf: bufName("B", o)}})
 			}
@@ -329,20 +369,21 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		if st := stages[name+".in"]; st != nil && len(st.Transfers) > 0 {
 			ph := pl.phase(name + " input")
 			src := func(t int) (loc, error) {
-				if o == 0 {
+				if o == 0 && !looped {
 					c, ok := cellOf(g0, t)
 					if !ok || (c.j != 0 && Q == 1) {
 						return loc{}, fmt.Errorf("BUG: tile %d holds no input block", t)
 					}
 					return loc{"L0", g0.Rows.Span(c.i), g0.Inner.Span(c.p)}, nil
 				}
-				c, ok := cellOf(gs[o-1], t)
+				po := prevGemm(o, len(gs))
+				c, ok := cellOf(gs[po], t)
 				var lc loc
 				if ok {
-					lc, ok = outLoc(gs[o-1], o-1, c)
+					lc, ok = outLoc(gs[po], po, c)
 				}
 				if !ok {
-					return loc{}, fmt.Errorf("BUG: tile %d holds no block of %s", t, gs[o-1].Out.Name)
+					return loc{}, fmt.Errorf("BUG: tile %d holds no block of %s", t, gs[po].Out.Name)
 				}
 				return lc, nil
 			}
@@ -377,11 +418,12 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		for l := 0; l < g.ActiveTiles(); l++ {
 			c, _ := cellOf(g, l)
 			rs, cs, ks := g.Rows.Span(c.i), g.Cols.Span(c.j), g.Inner.Span(c.p)
-			if o > 0 {
+			if o > 0 || looped {
 				// The part of the left block the tile holds itself (the
 				// planner's exchange skips it) is copied locally, one copy
 				// per 16-column group (merge_copies joins contiguous ones).
-				timed[l] = append(timed[l], localCopies(gs[o-1], o, l, loc{bufName("L", o), rs, ks})...)
+				po := prevGemm(o, len(gs))
+				timed[l] = append(timed[l], localCopies(gs[po], po, l, loc{bufName("L", o), rs, ks})...)
 			}
 			O := bufName("O", o)
 			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: kernels.GemmF16For(pl.Conservative),
@@ -452,6 +494,12 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			})
 		}
 	}
+	if looped {
+		for l := range timed {
+			block0 := timed[l]
+			timed[l] = loopOps(N, 0, func(b int) []Op { return chunkOps(block0, b, steps[l]) })
+		}
+	}
 	pl.hostCalls(func(t *TileProgram) (init, run []Op) {
 		if wPhase >= 0 {
 			init = append(init, Op{Kind: OpExchange, Phase: wPhase, Why: "weights down the grid columns"})
@@ -504,14 +552,18 @@ func flatOps(ops []Op) []Op {
 	return out
 }
 
-// localCopies copy into dst the rectangle of prev's result that tile l
-// holds itself (none when it holds no part of dst's block).
-func localCopies(prev *mid.GemmPlan, o, l int, dst loc) []Op {
+// prevGemm is the GEMM whose result GEMM o of n reads: the one before, or
+// for the first, a looped plan's last (the previous block's result).
+func prevGemm(o, n int) int { return (o + n - 1) % n }
+
+// localCopies copy into dst the rectangle of prev's result (GEMM po) that
+// tile l holds itself (none when it holds no part of dst's block).
+func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 	pc, ok := cellOf(prev, l)
 	if !ok {
 		return nil
 	}
-	src, ok := outLoc(prev, o-1, pc)
+	src, ok := outLoc(prev, po, pc)
 	if !ok {
 		return nil
 	}
@@ -638,7 +690,9 @@ func (pl *Plan) checkMid(opts Options) error {
 // linker reports.
 func (pl *Plan) EstimatedCodeBytes(l int) int {
 	tp := &pl.Programs[l]
-	instrs := 80 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*len(tp.Calls[1])
+	steps := 0 // timed steps, loop bodies included: each may take a cycle sample
+	walkOps(tp.Calls[1], func(*Op) { steps++ })
+	instrs := 80 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*steps
 	code := 0
 	seen := map[specKey]bool{}
 	walkOps(tp.Calls[1], func(op *Op) {

@@ -119,8 +119,8 @@ func (p *Plan) Check() error {
 			}
 		}
 	}
-	if total*int64(p.Chunks) != p.Cycles {
-		return fmt.Errorf("stage cycles add up to %d per chunk (%d chunks), plan says %d", total, p.Chunks, p.Cycles)
+	if total*int64(p.Chunks)*int64(p.Repeat()) != p.Cycles {
+		return fmt.Errorf("stage cycles add up to %d per chunk (%d chunks, %d blocks), plan says %d", total, p.Chunks, p.Repeat(), p.Cycles)
 	}
 	if p.SearchCycles != p.Cycles {
 		return fmt.Errorf("search costed %d cycles, materialised plan %d", p.SearchCycles, p.Cycles)
@@ -130,10 +130,16 @@ func (p *Plan) Check() error {
 		if f == nil {
 			return fmt.Errorf("output %q has no format", o.Name)
 		}
-		// The pieces must tile the whole padded value and be present.
+		// The pieces must tile the whole padded value and be present:
+		// in a looped plan, as the result of the block's last GEMM (the
+		// stages are the first block's).
+		held := o.Node
+		if p.Period > 0 {
+			held = p.Gemms[p.Period-1].Out
+		}
 		area := 0
 		for _, pc := range f.Pieces {
-			r := Ref{o.Node, -1, pc.Rows, pc.Cols}
+			r := Ref{held, -1, pc.Rows, pc.Cols}
 			if !pl.covers(pc.Tile, r) {
 				return fmt.Errorf("output %q: tile %d lacks %v", o.Name, pc.Tile, r)
 			}

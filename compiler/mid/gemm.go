@@ -283,6 +283,17 @@ type opEval struct {
 	out   *layout
 }
 
+// phases is how many exchange phases the op's stages are.
+func (e *opEval) phases() int {
+	n := 0
+	for _, st := range e.stages {
+		if st.Kind == ExchangeStage {
+			n++
+		}
+	}
+	return n
+}
+
 // evalGemm costs plan g whose left operand is held as src (nil: a graph
 // input, written by the host in hostLayout(g)). prevHeld is the per-tile
 // size of src's pieces (nil for host inputs: they are counted in work).

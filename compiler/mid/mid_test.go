@@ -1,9 +1,11 @@
 package mid
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 )
@@ -25,6 +27,12 @@ func checkResult(t *testing.T, res *Result, tiles int) {
 	most := 8
 	if len(res.Finalists) > 0 && res.Finalists[0].Chunks > 1 {
 		most = 2 * (chunkTries + 1) // the cheapest and the smallest of each chunking
+	}
+	for _, p := range res.Finalists {
+		if p.Period > 0 {
+			most += 8 // the looped finalists join the unrolled ones
+			break
+		}
 	}
 	if len(res.Finalists) == 0 || len(res.Finalists) > most {
 		t.Fatalf("%d finalists", len(res.Finalists))
@@ -282,10 +290,10 @@ func TestRebuild(t *testing.T) {
 	}
 	for i, p := range res.Finalists {
 		var grids [][3]int
-		for _, gp := range p.Gemms {
+		for _, gp := range p.Body() {
 			grids = append(grids, [3]int{gp.Rows.Count, gp.Cols.Count, gp.Inner.Count})
 		}
-		q, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1)
+		q, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1, p.Repeat())
 		if err != nil {
 			t.Fatalf("finalist %d: %v", i, err)
 		}
@@ -299,8 +307,136 @@ func TestRebuild(t *testing.T) {
 		{{0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},    // no row block
 		{{8, 8, 8}, {8, 8, 8}, {8, 8, 8}, {8, 8, 8}},    // more cells than tiles
 	} {
-		if _, err := Rebuild(g, ipu21.IPU21(), 64, bad, 1); err == nil {
+		if _, err := Rebuild(g, ipu21.IPU21(), 64, bad, 1, 1); err == nil {
 			t.Errorf("grids %v: no error", bad)
 		}
+	}
+}
+
+// A chain of repeated blocks is also planned as a runtime loop over its
+// blocks: one block's stages on grids every block shares, every block's
+// weights on the same tiles, the input where the block's last GEMM
+// leaves its result. Bounded to the runtime's phases, the unrolled chain
+// of four full-size blocks has no plan; its loop does.
+func TestBlockLoop(t *testing.T) {
+	for _, tc := range []struct {
+		cfg       graph.MLPConfig
+		tiles     int
+		maxPhases int
+		unrolled  bool // unrolled finalists exist too
+	}{
+		{graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 4}, 1472, 10, false},
+		{graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 3, Biases: true}, 64, 0, true},
+	} {
+		g, err := graph.MLPGraph(tc.cfg, 1, graph.GeluTanh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := search(t, g, Options{Tiles: tc.tiles, MaxPhases: tc.maxPhases})
+		checkResult(t, res, tc.tiles)
+		loops, unrolled := 0, 0
+		for i, p := range res.Finalists {
+			phases := 0
+			for _, st := range p.Stages {
+				if st.Kind == ExchangeStage {
+					phases++
+				}
+			}
+			if tc.maxPhases > 0 && phases > tc.maxPhases {
+				t.Errorf("%+v finalist %d: %d exchange phases, bound %d", tc.cfg, i, phases, tc.maxPhases)
+			}
+			if p.Period == 0 {
+				unrolled++
+				continue
+			}
+			loops++
+			if p.Period != 2 || p.Repeat() != tc.cfg.Blocks || len(p.Gemms) != 2*tc.cfg.Blocks || len(p.Body()) != 2 {
+				t.Fatalf("%+v finalist %d: period %d, %d blocks, %d GEMMs", tc.cfg, i, p.Period, p.Repeat(), len(p.Gemms))
+			}
+			for b, gp := range p.Gemms {
+				body := p.Gemms[b%2]
+				if gp.Rows != body.Rows || gp.Cols != body.Cols || gp.Inner != body.Inner {
+					t.Fatalf("finalist %d: GEMM %d (%s) is not on its body GEMM's grid", i, b, gp.Node.Name)
+				}
+				if gp.Right != g.Node(fmt.Sprintf("block%d.fc%d.weight", b/2, b%2+1)) {
+					t.Fatalf("finalist %d: GEMM %d has weight %s", i, b, gp.Right.Name)
+				}
+			}
+			// The input is where the body's last GEMM leaves its result.
+			if in := p.Formats[g.Inputs()[0].ID]; in.Order != AMPOut {
+				t.Errorf("finalist %d: input order %v, want AMP output order", i, in.Order)
+			}
+			// One block's stages, run once per block.
+			var sum int64
+			for _, st := range p.Stages {
+				sum += st.Cycles
+			}
+			if p.Cycles != sum*int64(tc.cfg.Blocks) {
+				t.Errorf("finalist %d: %d cycles, stages %d x %d blocks", i, p.Cycles, sum, tc.cfg.Blocks)
+			}
+			if p.WeightBytes > cost.InterleavedBudget(ipu21.IPU21()) {
+				t.Errorf("finalist %d: %d weight bytes per tile", i, p.WeightBytes)
+			}
+		}
+		if loops == 0 {
+			t.Fatalf("%+v: no looped finalist", tc.cfg)
+		}
+		if (unrolled > 0) != tc.unrolled {
+			t.Errorf("%+v: %d unrolled finalists", tc.cfg, unrolled)
+		}
+	}
+}
+
+// Every block's weights count: so400m's 27 blocks do not fit resident on
+// one chip, and the error says so for the loop too.
+func TestBlockLoopMemory(t *testing.T) {
+	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 27}, 1, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Search(g, ipu21.IPU21(), Options{MaxPhases: 10})
+	if err == nil || !strings.Contains(err.Error(), "as a runtime loop over 27 blocks") {
+		t.Fatalf("27 blocks on 1472 tiles: err %v, want a memory error naming the loop", err)
+	}
+}
+
+// A block loop's plan rebuilt from one block's grids is the searched one.
+func TestRebuildLoop(t *testing.T) {
+	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 3, Biases: true}, 1, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := search(t, g, Options{Tiles: 64})
+	n := 0
+	for i, p := range res.Finalists {
+		if p.Period == 0 {
+			continue
+		}
+		n++
+		var grids [][3]int
+		for _, gp := range p.Body() {
+			grids = append(grids, [3]int{gp.Rows.Count, gp.Cols.Count, gp.Inner.Count})
+		}
+		q, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1, p.Repeat())
+		if err != nil {
+			t.Fatalf("finalist %d: %v", i, err)
+		}
+		if q.Summary() != p.Summary() || q.Cycles != p.Cycles || q.Period != p.Period {
+			t.Fatalf("finalist %d rebuilt differs:\n%s\n%s", i, p.Summary(), q.Summary())
+		}
+		if err := q.Check(); err != nil {
+			t.Fatal(err)
+		}
+		// One block's grids for a loop over a count that does not divide
+		// the chain, or all blocks' grids with a loop count, are refused.
+		if _, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1, 2); err == nil {
+			t.Errorf("loop over 2 of 3 blocks: no error")
+		}
+		if _, err := Rebuild(g, ipu21.IPU21(), 64, append(append(grids, grids...), grids...), 1, 3); err == nil {
+			t.Errorf("every block's grids with loop=3: no error")
+		}
+	}
+	if n == 0 {
+		t.Fatal("no looped finalist")
 	}
 }

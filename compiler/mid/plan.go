@@ -209,8 +209,18 @@ type Plan struct {
 	// Chunks is the chain's row chunks (GemmPlan.Chunks): the stages are
 	// one chunk's, run Chunks times.
 	Chunks int
+	// Period, when not zero, makes the plan a runtime loop over blocks:
+	// the chain is Repeat() blocks of Period GEMMs of the same shapes, and
+	// GEMM b*Period+o runs on the grid of GEMM o (Gemms holds every GEMM,
+	// with its own weight and bias nodes). Stages are one block's, run
+	// Repeat() times, with the block's first input exchange reading the
+	// result of its last GEMM: the host writes the graph input where
+	// Gemms[Period-1] leaves its result (outLayout, AMP output order), so
+	// that every iteration reads and writes the same buffers. Each tile's
+	// weights are every block's panels back to back. Only unchunked.
+	Period int
 
-	Cycles       int64 // predicted total (sum of stage cycles, times Chunks)
+	Cycles       int64 // predicted total (sum of stage cycles, times Chunks and Repeat())
 	PeakBytes    int   // predicted peak data bytes on the busiest tile
 	WeightBytes  int   // resident weight bytes on the busiest tile
 	ActiveTiles  int
@@ -218,6 +228,24 @@ type Plan struct {
 	ExchangeCyc  int64 // sum of exchange stages
 	ComputeCyc   int64 // sum of compute stages
 	SearchCycles int64 // the beam's figure (equal to Cycles; kept as a cross-check)
+}
+
+// Repeat is how many times the stages run per chunk: the blocks of a
+// looped plan (Period), else 1.
+func (p *Plan) Repeat() int {
+	if p.Period > 0 {
+		return len(p.Gemms) / p.Period
+	}
+	return 1
+}
+
+// Body is the GEMMs whose stages the plan holds: one block's of a looped
+// plan, else all.
+func (p *Plan) Body() []*GemmPlan {
+	if p.Period > 0 {
+		return p.Gemms[:p.Period]
+	}
+	return p.Gemms
 }
 
 // Efficiency is useful flops / (cycles x all chip tiles x 128 flop/cycle),
@@ -234,7 +262,10 @@ func (p *Plan) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cycles=%d (exchange %d, compute %d) efficiency=%.2f%% peakBytesPerTile=%d weightBytesPerTile=%d activeTiles=%d\n",
 		p.Cycles, p.ExchangeCyc, p.ComputeCyc, 100*p.Efficiency(), p.PeakBytes, p.WeightBytes, p.ActiveTiles)
-	for _, g := range p.Gemms {
+	if p.Period > 0 {
+		fmt.Fprintf(&b, "  runtime loop: %d blocks of %d GEMMs, the stages below run once per block\n", p.Repeat(), p.Period)
+	}
+	for _, g := range p.Body() {
 		b.WriteString("  " + g.Describe() + "\n")
 	}
 	for _, s := range p.Stages {

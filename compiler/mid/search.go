@@ -19,6 +19,11 @@ type Options struct {
 	PerGemm     int // candidates of a later GEMM tried against each beam state (default 32)
 	Finalists   int // complete plans returned (default 8)
 	CodeReserve int // bytes of region 0 kept for code (default 32 KiB)
+	// MaxPhases bounds a plan's exchange phases (0: no bound): the tile
+	// runtime's table of exchange rows (compiler/place.MaxRowPhases) less
+	// the initialize call's weights phase. An unrolled chain of many
+	// blocks exceeds it; its runtime loop does not.
+	MaxPhases int
 	// Conservative ranks plans with the GEMM kernel that is correct under
 	// the emulator's conservative assumptions (kernels.GemmF16For).
 	Conservative bool
@@ -194,7 +199,9 @@ func axisCounts(size, minBlock int) []int {
 // candidates enumerates the feasible grids of one GEMM: every distinct
 // (row blocks, column blocks, K blocks) with r <= 768, at most tiles cells,
 // weights within region 1 and every kernel's parameter limits respected.
-func candidates(op gemmOp, tiles, budget, region1 int) []*GemmPlan {
+// blocks is how many blocks of a looped plan keep their weights on the
+// grid's tiles (1: unrolled).
+func candidates(op gemmOp, tiles, budget, region1, blocks int) []*GemmPlan {
 	kp, np := roundUp(op.k, 16), roundUp(op.n, 16)
 	var out []*GemmPlan
 	rowCounts := axisCounts(op.m, 1)
@@ -214,7 +221,7 @@ func candidates(op gemmOp, tiles, budget, region1 int) []*GemmPlan {
 					break
 				}
 				r, c, k := rows.Block, cols.Block, inner.Block
-				if k*c*2 > region1/2 || r*k*2+r*c*2+k*c*2 > budget {
+				if blocks*k*c*2 > region1/2 || r*k*2+r*c*2+blocks*k*c*2 > budget {
 					continue
 				}
 				if c > 2048 || r*c > 1<<17 { // unpack/gelu/reduce limits
@@ -276,17 +283,23 @@ type state struct {
 	peak    int
 	out     *layout
 	held    []int
+	// period: a looped plan's GEMMs per block (Plan.Period; 0: none).
+	// gemms then holds every block's GEMM, evals one block's.
+	period int
+	phases int // exchange stages so far
 }
 
-func (s *state) extend(g *GemmPlan, e *opEval) *state {
+// extend is s followed by GEMM g costed as e; blocks is how many blocks of
+// a looped plan share g's tiles (their weights add up; 1 otherwise).
+func (s *state) extend(g *GemmPlan, e *opEval, blocks int) *state {
 	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g), evals: append(append([]*opEval(nil), s.evals...), e),
-		cycles: s.cycles + e.cycles*int64(g.Chunks), out: e.out, held: e.held,
+		cycles: s.cycles + e.cycles*int64(g.Chunks), out: e.out, held: e.held, period: s.period, phases: s.phases + e.phases(),
 		weights: make([]int, len(e.weights)), work: make([]int, len(e.work)), fixed: make([]int, len(e.fixed))}
 	for t := range n.weights {
 		if s.weights != nil {
 			n.weights[t], n.work[t], n.fixed[t] = s.weights[t], s.work[t], s.fixed[t]
 		}
-		n.weights[t] += e.weights[t]
+		n.weights[t] += blocks * e.weights[t]
 		n.fixed[t] += e.fixed[t]
 		n.work[t] = max(n.work[t], e.work[t])
 		n.peak = max(n.peak, n.weights[t]+n.work[t]+n.fixed[t])
@@ -370,72 +383,201 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	region1 := cost.InterleavedBudget(t)
 	m := &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}
 	res := &Result{Budget: budget}
-	beam, stats, err := beamSearch(ops, opt, m, budget, region1)
+	finalists := opt.Finalists
+	beam, stats, err := beamSearch(ops, opt, m, budget, region1, 1)
 	if err != nil {
-		beam, stats = nil, nil
-		rows := ops[0].m
-		// Chunks shrink the working set only: when one-row chunks do not
-		// fit either (the weights alone do not), no chunking does.
-		if _, _, cerr := beamSearch(chunked(ops, 1, rows), opt, m, budget, region1); cerr != nil || rows < 2 {
-			return nil, err
+		var cerr error
+		beam, stats, cerr = chunkSearch(ops, opt, m, budget, region1)
+		if cerr != nil {
+			beam, stats = nil, nil
+		} else {
+			finalists = len(beam)
 		}
-		tries, sizes := -1, 0 // chunk sizes tried since the first feasible one, and in all
-		for q, last := 2, rows; q <= rows && tries < chunkTries && sizes < maxChunkSizes; q++ {
-			rc := (rows + q - 1) / q
-			if rc == last {
-				continue
-			}
-			last = rc
-			sizes++
-			if tries >= 0 {
-				tries++
-			}
-			b, st, cerr := beamSearch(chunked(ops, rc, (rows+rc-1)/rc), opt, m, budget, region1)
-			if cerr != nil {
-				continue
-			}
-			tries = max(tries, 0)
-			// Of each chunking, its cheapest plan and its smallest: the
-			// planner's memory figure does not see the placement's
-			// element rules, so the finalists span the memory range.
-			small := b[0]
-			for _, s := range b {
-				if s.peak < small.peak {
-					small = s
-				}
-			}
-			beam = append(beam, b[0])
-			if small != b[0] {
-				beam = append(beam, small)
-			}
-			stats = append(stats, st...)
-		}
-		if len(beam) == 0 {
-			return nil, err
-		}
-		sort.SliceStable(beam, func(a, b int) bool {
-			if beam[a].cycles != beam[b].cycles {
-				return beam[a].cycles < beam[b].cycles
-			}
-			return beam[a].peak < beam[b].peak
-		})
-		opt.Finalists = len(beam)
 	}
-	res.Stats = stats
-	// Finalists: the cheapest complete plans (the beam is sorted by cycles).
-	for i, s := range beam {
-		if i >= opt.Finalists {
-			break
+	if len(beam) > finalists {
+		beam = beam[:finalists]
+	}
+	// A chain of repeated blocks is also planned as a runtime loop over
+	// its blocks: one block's stages on grids every block shares. Its
+	// finalists join the unrolled ones (the unrolled chain's phases and
+	// code grow with the blocks and may not fit the tile runtime's
+	// tables; the lowering's rerank decides).
+	if P := period(ops); P > 0 {
+		loops, lstats, lerr := loopSearch(ops, P, opt, m, budget, region1)
+		if lerr == nil {
+			if len(loops) > opt.Finalists {
+				loops = loops[:opt.Finalists]
+			}
+			beam = append(beam, loops...)
+			stats = append(stats, lstats...)
+		} else if len(beam) == 0 {
+			err = fmt.Errorf("%w; as a runtime loop over %d blocks: %v", err, len(ops)/P, lerr)
 		}
+	}
+	if len(beam) == 0 {
+		return nil, err
+	}
+	sortStates(beam)
+	res.Stats = stats
+	for i, s := range beam {
 		p := materialize(g, t, m, opt.Tiles, s)
 		for i := range p.Gemms {
 			p.Gemms[i].Kernel = kernels.GemmF16For(opt.Conservative)
 		}
 		res.Finalists = append(res.Finalists, p)
-		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d chunks=%d %s",
-			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, p.Chunks, gridSummary(p))
+		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d chunks=%d blocks_looped=%d %s",
+			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, p.Chunks, p.Repeat(), gridSummary(p))
 	}
 	return res, nil
+}
+
+// sortStates orders states by cycles, then peak bytes (stable).
+func sortStates(states []*state) {
+	sort.SliceStable(states, func(a, b int) bool {
+		if states[a].cycles != states[b].cycles {
+			return states[a].cycles < states[b].cycles
+		}
+		return states[a].peak < states[b].peak
+	})
+}
+
+// chunkSearch plans the chain in row chunks (see Search): of each chunking
+// tried, its cheapest and its smallest plan, cheapest first.
+func chunkSearch(ops []gemmOp, opt Options, m *models, budget, region1 int) ([]*state, []GemmStats, error) {
+	rows := ops[0].m
+	// Chunks shrink the working set only: when one-row chunks do not
+	// fit either (the weights alone do not), no chunking does.
+	if _, _, err := beamSearch(chunked(ops, 1, rows), opt, m, budget, region1, 1); err != nil || rows < 2 {
+		if err == nil {
+			err = fmt.Errorf("mid: one row cannot be chunked")
+		}
+		return nil, nil, err
+	}
+	var beam []*state
+	var stats []GemmStats
+	tries, sizes := -1, 0 // chunk sizes tried since the first feasible one, and in all
+	for q, last := 2, rows; q <= rows && tries < chunkTries && sizes < maxChunkSizes; q++ {
+		rc := (rows + q - 1) / q
+		if rc == last {
+			continue
+		}
+		last = rc
+		sizes++
+		if tries >= 0 {
+			tries++
+		}
+		b, st, cerr := beamSearch(chunked(ops, rc, (rows+rc-1)/rc), opt, m, budget, region1, 1)
+		if cerr != nil {
+			continue
+		}
+		tries = max(tries, 0)
+		// Of each chunking, its cheapest plan and its smallest: the
+		// planner's memory figure does not see the placement's element
+		// rules, so the finalists span the memory range.
+		small := b[0]
+		for _, s := range b {
+			if s.peak < small.peak {
+				small = s
+			}
+		}
+		beam = append(beam, b[0])
+		if small != b[0] {
+			beam = append(beam, small)
+		}
+		stats = append(stats, st...)
+	}
+	if len(beam) == 0 {
+		return nil, nil, fmt.Errorf("mid: no row chunking fits")
+	}
+	sortStates(beam)
+	return beam, stats, nil
+}
+
+// period is the GEMMs per block of a chain of at least two repeated
+// blocks (the same shapes and epilogues, block after block), 0 when the
+// chain does not repeat.
+func period(ops []gemmOp) int {
+	for p := 1; p <= len(ops)/2; p++ {
+		if len(ops)%p != 0 {
+			continue
+		}
+		same := true
+		for i := p; i < len(ops) && same; i++ {
+			a, b := ops[i-p], ops[i]
+			same = a.m == b.m && a.k == b.k && a.n == b.n && a.chunks == b.chunks && len(a.epilogue) == len(b.epilogue) && (a.bias == nil) == (b.bias == nil)
+			for e := 0; same && e < len(a.epilogue); e++ {
+				same = a.epilogue[e].Op == b.epilogue[e].Op && a.epilogue[e].Approx == b.epilogue[e].Approx
+			}
+		}
+		if same {
+			return p
+		}
+	}
+	return 0
+}
+
+// loopSearch plans the chain as a runtime loop over its blocks of P
+// GEMMs: a beam over one block (its weights counted once per block),
+// then each final state costed exactly with the block's real source (the
+// previous block's result, where the last GEMM leaves it), cheapest
+// first.
+func loopSearch(ops []gemmOp, P int, opt Options, m *models, budget, region1 int) ([]*state, []GemmStats, error) {
+	blocks := len(ops) / P
+	beam, stats, err := beamSearch(ops[:P], opt, m, budget, region1, blocks)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*state
+	for _, s := range beam {
+		ls := loopState(m, ops, P, s.gemms, opt.Tiles, false)
+		if ls.peak > budget || ls.weightPeak() > region1 || (opt.MaxPhases > 0 && ls.phases > opt.MaxPhases) {
+			continue
+		}
+		out = append(out, ls)
+	}
+	if len(out) == 0 {
+		return nil, nil, fmt.Errorf("mid: no loop body fits the memory budget of %d bytes per tile with its real source", budget)
+	}
+	sortStates(out)
+	return out, stats, nil
+}
+
+// loopState costs the runtime loop whose blocks of P GEMMs run on the
+// grids of body (one GEMM plan per GEMM of a block): the first GEMM's left
+// operand is the graph input, held where the block's last GEMM leaves its
+// result (cyclicLayout); every block's GEMM plans are the body's on its
+// own nodes.
+func loopState(m *models, ops []gemmOp, P int, body []*GemmPlan, tiles int, detail bool) *state {
+	blocks := len(ops) / P
+	last := body[P-1]
+	src := cyclicLayout(last, body[0].Left)
+	held := evalGemm(m, last, nil, nil, tiles, false).held
+	s := &state{period: P}
+	for _, g := range body {
+		e := evalGemm(m, g, src, held, tiles, detail)
+		s = s.extend(g, e, blocks)
+		src, held = e.out, e.held
+	}
+	s.cycles *= int64(blocks)
+	all := make([]*GemmPlan, 0, len(ops))
+	for b := 0; b < blocks; b++ {
+		for o, g := range body {
+			op := ops[b*P+o]
+			c := *g
+			c.Node, c.Left, c.Right, c.Bias, c.Epilogue, c.Out, c.Output = op.node, op.left, op.right, op.bias, op.epilogue, op.out, op.output
+			all = append(all, &c)
+		}
+	}
+	s.gemms = all
+	return s
+}
+
+// cyclicLayout is where a looped plan's input (value in) lives: where the
+// block's last GEMM last leaves its result, in AMP output order.
+func cyclicLayout(last *GemmPlan, in *graph.Node) *layout {
+	l := *outLayout(last)
+	l.value, l.order = in, AMPOut
+	return &l
 }
 
 // chunkTries is how many chunk sizes beyond the first feasible one Search
@@ -457,18 +599,23 @@ func chunked(ops []gemmOp, rc, q int) []gemmOp {
 
 // beamSearch runs the beam over the chain: the final beam (sorted by
 // cycles) and each GEMM's statistics.
-func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1 int) ([]*state, []GemmStats, error) {
+// blocks is how many blocks of a looped plan share the GEMMs' tiles (1:
+// the chain is planned unrolled).
+func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks int) ([]*state, []GemmStats, error) {
 	var stats []GemmStats
 	beam := []*state{{}}
 	for oi, op := range ops {
 		start := time.Now()
-		cands := candidates(op, opt.Tiles, budget, region1)
+		cands := candidates(op, opt.Tiles, budget, region1, blocks)
 		if len(cands) == 0 {
 			return nil, nil, fmt.Errorf("mid: gemm %q (%dx%dx%d): no candidate fits %d tiles and %d bytes per tile", op.node.Name, op.m, op.k, op.n, opt.Tiles, budget)
 		}
 		// Rank candidates by a closed-form estimate of their largest cell
 		// (cheap), then cost the best ones exactly against every beam state.
 		sort.SliceStable(cands, func(a, b int) bool { return estimate(m, cands[a]) < estimate(m, cands[b]) })
+		if blocks > 1 {
+			cands = weightFrontFirst(cands)
+		}
 		limit := opt.PerGemm
 		if oi == 0 {
 			limit = 4 * opt.BeamWidth
@@ -482,14 +629,17 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1 int) ([]*s
 				}
 				e := evalGemm(m, c, s.out, s.held, opt.Tiles, false)
 				tried++
-				ns := s.extend(c, e)
-				if ns.peak > budget || ns.weightPeak() > region1 {
+				ns := s.extend(c, e, blocks)
+				if ns.peak > budget || ns.weightPeak() > region1 || (opt.MaxPhases > 0 && ns.phases > opt.MaxPhases) {
 					continue
 				}
 				next = append(next, ns)
 			}
 		}
 		if len(next) == 0 {
+			if opt.MaxPhases > 0 {
+				return nil, nil, fmt.Errorf("mid: gemm %q: no plan fits the memory budget of %d bytes per tile and %d exchange phases", op.node.Name, budget, opt.MaxPhases)
+			}
 			return nil, nil, fmt.Errorf("mid: gemm %q: no plan fits the memory budget of %d bytes per tile", op.node.Name, budget)
 		}
 		beam = pareto(next, opt.BeamWidth)
@@ -499,6 +649,33 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1 int) ([]*s
 			op.node.Name, op.m, op.k, op.n, op.chunks, st.Candidates, st.Tried, len(beam), float64(st.Elapsed.Microseconds())/1000)
 	}
 	return beam, stats, nil
+}
+
+// weightFrontFirst reorders candidates sorted by estimate so that those
+// no cheaper candidate beats on weight bytes per tile come first, then
+// the rest: a looped plan holds every block's weights, so the beam must
+// see the small-panel grids too, which the estimate alone ranks far
+// down. The front alternates between its cheapest and its smallest
+// remaining candidate, so that a beam limit cuts its middle, not an end.
+func weightFrontFirst(cands []*GemmPlan) []*GemmPlan {
+	var front, rest []*GemmPlan
+	best := int(^uint(0) >> 1)
+	for _, c := range cands {
+		if w := c.Inner.Block * c.Cols.Block; w < best {
+			front = append(front, c)
+			best = w
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	out := make([]*GemmPlan, 0, len(cands))
+	for a, b := 0, len(front)-1; a <= b; a, b = a+1, b-1 {
+		out = append(out, front[a])
+		if b != a {
+			out = append(out, front[b])
+		}
+	}
+	return append(out, rest...)
 }
 
 func gridSummary(p *Plan) string {
@@ -513,38 +690,54 @@ func gridSummary(p *Plan) string {
 // formats of every value, and the totals.
 func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state) *Plan {
 	p := &Plan{Graph: g, Target: t, Tiles: tiles, Gemms: s.gemms, Formats: make([]*Format, len(g.Nodes())),
-		Flops: g.GemmFlops(), SearchCycles: s.cycles, PeakBytes: s.peak, WeightBytes: s.weightPeak(), Chunks: s.gemms[0].Chunks}
+		Flops: g.GemmFlops(), SearchCycles: s.cycles, PeakBytes: s.peak, WeightBytes: s.weightPeak(), Chunks: s.gemms[0].Chunks,
+		Period: s.period}
+	body := p.Body()
 	var src *layout
 	var held []int
+	if p.Period > 0 {
+		src = cyclicLayout(body[p.Period-1], body[0].Left)
+		held = evalGemm(m, body[p.Period-1], nil, nil, tiles, false).held
+		p.Formats[body[0].Left.ID] = layoutFormat(src, body[0].Left, body[0].K, AnyMemory)
+	}
 	active := map[int]bool{}
-	for _, gp := range s.gemms {
+	for o, gp := range body {
 		e := evalGemm(m, gp, src, held, tiles, true)
 		p.Stages = append(p.Stages, e.stages...)
-		// Formats: the left input (host inputs only), the weights, the result.
+		// Formats: the left input (host inputs only), the weights (every
+		// block's on the same tiles), the result.
 		if src == nil {
 			hl := inputLayout(gp)
 			p.Formats[gp.Left.ID] = layoutFormat(hl, gp.Left, gp.K, AnyMemory)
 		}
-		wf := &Format{Value: gp.Right, Rows: gp.Kp, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: AMPRight, Mem: Interleaved}
-		for i := 0; i < gp.Rows.Count; i++ {
-			for j := 0; j < gp.Cols.Count; j++ {
-				for q := 0; q < gp.Inner.Count; q++ {
-					wf.Pieces = append(wf.Pieces, Piece{Rows: gp.Inner.Span(q), Cols: gp.Cols.Span(j), Tile: gp.Tile(i, j, q)})
-					active[gp.Tile(i, j, q)] = true
+		for b := o; b < len(p.Gemms); b += len(body) {
+			bg := p.Gemms[b]
+			wf := &Format{Value: bg.Right, Rows: gp.Kp, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: AMPRight, Mem: Interleaved}
+			for i := 0; i < gp.Rows.Count; i++ {
+				for j := 0; j < gp.Cols.Count; j++ {
+					for q := 0; q < gp.Inner.Count; q++ {
+						wf.Pieces = append(wf.Pieces, Piece{Rows: gp.Inner.Span(q), Cols: gp.Cols.Span(j), Tile: gp.Tile(i, j, q)})
+						active[gp.Tile(i, j, q)] = true
+					}
 				}
 			}
+			p.Formats[bg.Right.ID] = wf
+			if bg.Bias != nil {
+				bf := &Format{Value: bg.Bias, Rows: 1, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+				bf.Pieces = append(bf.Pieces, biasPieces(gp)...)
+				p.Formats[bg.Bias.ID] = bf
+			}
 		}
-		p.Formats[gp.Right.ID] = wf
-		if gp.Bias != nil {
-			bf := &Format{Value: gp.Bias, Rows: 1, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
-			bf.Pieces = append(bf.Pieces, biasPieces(gp)...)
-			p.Formats[gp.Bias.ID] = bf
-		}
-		of := layoutFormat(e.out, gp.Out, gp.N, AnyMemory)
-		p.Formats[gp.Out.ID] = of
+		p.Formats[gp.Out.ID] = layoutFormat(e.out, gp.Out, gp.N, AnyMemory)
 		src, held = e.out, e.held
 	}
-	q := int64(p.Chunks)
+	if p.Period > 0 {
+		// The graph's output: the last block's result, where every block
+		// leaves it.
+		last := p.Gemms[len(p.Gemms)-1]
+		p.Formats[last.Out.ID] = layoutFormat(src, last.Out, last.N, AnyMemory)
+	}
+	q := int64(p.Chunks) * int64(p.Repeat())
 	for _, st := range p.Stages {
 		p.Cycles += q * st.Cycles
 		if st.Kind == ExchangeStage {
@@ -595,8 +788,10 @@ func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format 
 // package recorded, regenerated without a search. It fails when the grids
 // do not match the graph's GEMMs or a grid is not one the search could
 // have produced (a tiling with fewer non-empty blocks than asked, too many
-// tiles, kernel limits). chunks is the plan's row chunks (0 or 1: none).
-func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int, chunks int) (*Plan, error) {
+// tiles, kernel limits). chunks is the plan's row chunks (0 or 1: none);
+// blocks > 1 rebuilds a runtime loop over that many blocks, grids then
+// being one block's.
+func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int, chunks, blocks int) (*Plan, error) {
 	opt := Options{Tiles: tiles}
 	opt.defaults(t)
 	ops, err := chain(g)
@@ -611,15 +806,22 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int, chunks 
 		}
 		ops = chunked(ops, rc, chunks)
 	}
-	if len(grids) != len(ops) {
+	want := len(ops)
+	if blocks > 1 {
+		if chunks > 1 || period(ops) == 0 || len(ops)%blocks != 0 || len(ops)/blocks != len(grids) || (len(ops)/blocks)%period(ops) != 0 {
+			return nil, fmt.Errorf("mid: a loop over %d blocks of %d GEMMs: not a loop the search produces for this graph's %d GEMMs", blocks, len(grids), len(ops))
+		}
+		want = len(ops) / blocks
+	}
+	if len(grids) != want {
 		return nil, fmt.Errorf("mid: the recorded plan has %d GEMM grids, the graph %d GEMMs", len(grids), len(ops))
 	}
 	m := &models{t: t, memo: map[[4]int]int64{}}
 	s := &state{}
-	for i, op := range ops {
+	for i, op := range ops[:want] {
 		want := grids[i]
 		var found *GemmPlan
-		for _, c := range candidates(op, opt.Tiles, int(^uint(0)>>1), int(^uint(0)>>1)) {
+		for _, c := range candidates(op, opt.Tiles, int(^uint(0)>>1), int(^uint(0)>>1), 1) {
 			if c.Rows.Count == want[0] && c.Cols.Count == want[1] && c.Inner.Count == want[2] {
 				found = c
 				break
@@ -628,7 +830,10 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int, chunks 
 		if found == nil {
 			return nil, fmt.Errorf("mid: gemm %q: grid %dx%dx%d is not a candidate on %d tiles", op.node.Name, want[0], want[1], want[2], opt.Tiles)
 		}
-		s = s.extend(found, evalGemm(m, found, s.out, s.held, opt.Tiles, false))
+		s = s.extend(found, evalGemm(m, found, s.out, s.held, opt.Tiles, false), 1)
+	}
+	if blocks > 1 {
+		s = loopState(m, ops, len(grids), s.gemms, opt.Tiles, false)
 	}
 	return materialize(g, t, m, opt.Tiles, s), nil
 }
