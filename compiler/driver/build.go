@@ -150,9 +150,9 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		return nil, nil, err
 	}
 	if c := r.Plan; c != nil && c.Mid != nil {
-		grids := make([][3]int, len(c.Mid))
+		grids := make([]mid.Grid, len(c.Mid))
 		for i, gg := range c.Mid {
-			grids[i] = [3]int{gg.Rows, gg.Cols, gg.Inner}
+			grids[i] = mid.Grid{Rows: gg.Rows, Cols: gg.Cols, Inner: gg.Inner, Streamed: gg.Streamed}
 		}
 		mp, err := mid.Rebuild(g, ipu21.IPU21(), r.Tiles, grids, c.Q, c.Loop)
 		if err != nil {
@@ -234,7 +234,7 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	for i, mp := range res.Finalists {
 		ch := "mid"
 		for _, gp := range mp.Body() {
-			ch += fmt.Sprintf(" %dx%dx%d", gp.Rows.Count, gp.Cols.Count, gp.Inner.Count)
+			ch += " " + gp.Grid().String()
 		}
 		if mp.Chunks > 1 {
 			ch += fmt.Sprintf(" q=%d", mp.Chunks)

@@ -516,3 +516,32 @@ func TestMidBlockLoop(t *testing.T) {
 	}
 	buildAndRun(t, r)
 }
+
+// TestMidStreamedWeights: a looped plan's GEMMs with streamed weights
+// (each block's panels kept once, in shares down the grid columns,
+// copied and multicast per block) build from a recorded choice, run and
+// pass (the search picks them when replicated panels would not fit:
+// docs/PERFORMANCE.md, --blocks 8).
+func TestMidStreamedWeights(t *testing.T) {
+	r := mlpRecipeFull(77, 40, 90, 12, 64, true)
+	ch := compile(t, r).Plan.Choice()
+	if ch.Loop != 12 {
+		t.Fatalf("plan %v, want a loop over 12 blocks", ch)
+	}
+	streamed := 0
+	for i := range ch.Mid {
+		if ch.Mid[i].Rows > 1 {
+			ch.Mid[i].Streamed = true
+			streamed++
+		}
+	}
+	if streamed == 0 {
+		ch.Mid[0].Rows, ch.Mid[0].Streamed = 2, true // a grid with two row blocks
+	}
+	r.Plan = &ch
+	res := compile(t, r)
+	if got := res.Plan.Choice(); !got.Equal(ch) {
+		t.Fatalf("recorded %v, built %v", ch, got)
+	}
+	buildAndRun(t, r)
+}

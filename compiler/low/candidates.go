@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ipustack/ipustack/compiler/cost"
+	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/ipu21"
 )
 
@@ -35,13 +36,15 @@ type GemmGrid struct {
 	Rows  int `json:"rows"`
 	Cols  int `json:"cols"`
 	Inner int `json:"inner"`
+	// Streamed: the weights stream from home shares (mid.WeightsStreamed).
+	Streamed bool `json:"streamed,omitempty"`
 }
 
 func (c Choice) String() string {
 	if c.Mid != nil {
 		s := "mid"
 		for _, g := range c.Mid {
-			s += fmt.Sprintf(" %dx%dx%d", g.Rows, g.Cols, g.Inner)
+			s += " " + mid.Grid{Rows: g.Rows, Cols: g.Cols, Inner: g.Inner, Streamed: g.Streamed}.String()
 		}
 		if c.Q > 1 {
 			s += fmt.Sprintf(" q=%d", c.Q)
@@ -77,7 +80,8 @@ func (pl *Plan) Choice() Choice {
 	if pl.Mid != nil {
 		var ch Choice
 		for _, g := range pl.Mid.Body() {
-			ch.Mid = append(ch.Mid, GemmGrid{Rows: g.Rows.Count, Cols: g.Cols.Count, Inner: g.Inner.Count})
+			gr := g.Grid()
+			ch.Mid = append(ch.Mid, GemmGrid{Rows: gr.Rows, Cols: gr.Cols, Inner: gr.Inner, Streamed: gr.Streamed})
 		}
 		if pl.Mid.Chunks > 1 {
 			ch.Q = pl.Mid.Chunks

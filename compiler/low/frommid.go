@@ -172,10 +172,21 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			if steps[l] == nil {
 				steps[l] = map[string]int{}
 			}
-			steps[l][W] = k * cc * 2
+			wBlocks := N
+			if g.Weights == mid.WeightsStreamed {
+				// One panel, filled per block from the home shares H<o>.
+				wBlocks = 1
+				if n := k * g.WeightShare(c.i, c.j).Len() * 2; n > 0 {
+					H := bufName("H", o)
+					steps[l][H] = n
+					tp.Buffers = append(tp.Buffers, Buffer{Name: H, Bytes: N * n, Align: 32})
+				}
+			} else {
+				steps[l][W] = k * cc * 2
+			}
 			tp.Buffers = append(tp.Buffers,
 				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
-				Buffer{Name: W, Bytes: N * k * cc * 2, Align: 32, Region: kernels.Interleaved},
+				Buffer{Name: W, Bytes: wBlocks * k * cc * 2, Align: 32, Region: kernels.Interleaved},
 				Buffer{Name: O, Bytes: oBytes, Align: 32, Apart: []string{L}, Live: out})
 			if pc := g.InputPiece(c.j, c.p); Q > 1 && o == 0 && pc.Len() > 0 {
 				xStep[l] = r * pc.Len() * 2
@@ -253,7 +264,18 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			bg := mp.Gemms[b*len(gs)+o] // block b's GEMM o: its own weight and bias nodes
 			W, B := bufName("W", o), bufName("B", o)
 			w := HostBinding{Name: bg.Right.Name, Kind: ipuexe.KindWeight, Rows: g.K, Cols: g.N}
-			for j := 0; j < g.Cols.Count; j++ {
+			for l := 0; l < g.ActiveTiles() && g.Weights == mid.WeightsStreamed; l++ {
+				// Each cell's share of its panel, into its home H<o>.
+				c, _ := cellOf(g, l)
+				ks, sh := g.Inner.Span(c.p), g.WeightShare(c.i, c.j)
+				if n := ks.Len() * sh.Len() * 2; n > 0 {
+					H := bufName("H", o)
+					w.Slices = append(w.Slices, HostSlice{Tile: l, Ref: Ref{Buf: H, Off: b * steps[l][H]}, Offset: w.Bytes, Length: n,
+						Block: &Rect{Rows: ks, Cols: sh, Order: mid.AMPRight}})
+					w.Bytes += n
+				}
+			}
+			for j := 0; j < g.Cols.Count && g.Weights != mid.WeightsStreamed; j++ {
 				for q := 0; q < g.Inner.Count; q++ {
 					ks, cs := g.Inner.Span(q), g.Cols.Span(j)
 					n := ks.Len() * cs.Len() * 2
@@ -312,7 +334,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		if wPhase < 0 {
 			wPhase = pl.phase("weights")
 		}
-		for j := 0; j < g.Cols.Count; j++ {
+		for j := 0; j < g.Cols.Count && g.Weights != mid.WeightsStreamed; j++ {
 			for q := 0; q < g.Inner.Count; q++ {
 				words := N * g.Inner.Span(q).Len() * g.Cols.Span(j).Len() / 2
 				t := XTransfer{Src: g.Tile(0, j, q), SrcRef: Ref{Buf: bufName("W", o)}, Words: words}
@@ -364,8 +386,25 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					Node: g.Left.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own piece cols %v of the chunk's input", c.i, c.j, c.p, pc)})
 			}
 		}
+		if g.Weights == mid.WeightsStreamed {
+			// Each cell's share of the block's panel, from its home
+			// into its place in the panel, where the input phase
+			// multicasts it down the grid column from.
+			for l := 0; l < g.ActiveTiles(); l++ {
+				c, _ := cellOf(g, l)
+				sh := g.WeightShare(c.i, c.j)
+				n := g.Inner.Span(c.p).Len() * sh.Len() * 2
+				if n == 0 {
+					continue
+				}
+				timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": n},
+					Args: []Arg{{"$m2", Ref{Buf: bufName("W", o), Off: g.ShareOffset(c.j, c.p, sh)}}, {"$m3", Ref{Buf: bufName("H", o)}}},
+					Node: g.Right.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own share cols %v of the block's weights", c.i, c.j, c.p, sh)})
+			}
+		}
 		// Input exchange: rectangles of the left operand from their
-		// holders into L<o>.
+		// holders into L<o> (and a streamed GEMM's weight shares down the
+		// grid columns).
 		if st := stages[name+".in"]; st != nil && len(st.Transfers) > 0 {
 			ph := pl.phase(name + " input")
 			src := func(t int) (loc, error) {
@@ -388,6 +427,19 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				return lc, nil
 			}
 			for _, tr := range st.Transfers {
+				if tr.Ref.Value == g.Right {
+					from, ok := cellOf(g, tr.From)
+					if !ok || tr.Ref.Cols != g.WeightShare(from.i, from.j) {
+						panic(fmt.Sprintf("BUG: %s weight share %v from tile %d", name, tr.Ref, tr.From))
+					}
+					ref := Ref{Buf: bufName("W", o), Off: g.ShareOffset(from.j, from.p, tr.Ref.Cols)}
+					x := XTransfer{Src: tr.From, SrcRef: ref, Words: tr.Bytes / 4}
+					for _, t := range tr.To {
+						x.Dsts = append(x.Dsts, XDest{Tile: t, Ref: ref})
+					}
+					pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, x)
+					continue
+				}
 				s, err := src(tr.From)
 				if err != nil {
 					panic(err)

@@ -274,7 +274,9 @@ func outLayout(g *GemmPlan) *layout {
 type opEval struct {
 	stages  []Stage
 	cycles  int64
-	weights []int // resident weight bytes per tile
+	weights []int // weight bytes per tile and block (resident panels or streamed shares, biases)
+	r1      []int // of them, bytes per block in region 1 (resident panels, biases)
+	panel   []int // region 1 bytes per tile once for all blocks (a streamed GEMM's panel)
 	work    []int // working bytes per tile while the op runs
 	held    []int // bytes of the result held per tile afterwards
 	// fixed are bytes per tile live for the whole program besides the
@@ -298,7 +300,7 @@ func (e *opEval) phases() int {
 // input, written by the host in hostLayout(g)). prevHeld is the per-tile
 // size of src's pieces (nil for host inputs: they are counted in work).
 func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, detail bool) *opEval {
-	e := &opEval{weights: make([]int, tiles), work: make([]int, tiles), held: make([]int, tiles), fixed: make([]int, tiles)}
+	e := &opEval{weights: make([]int, tiles), r1: make([]int, tiles), panel: make([]int, tiles), work: make([]int, tiles), held: make([]int, tiles), fixed: make([]int, tiles)}
 	send, recv := make([]int, tiles), make([]int, tiles)
 	var tr []Transfer
 	emit := func(t Transfer) { tr = append(tr, t) }
@@ -341,6 +343,9 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 	} else {
 		src = hostLayout(g)
 	}
+	if g.Weights == WeightsStreamed {
+		streamWeights(m, g, e, send, recv, emit, detail)
+	}
 	exchange(src, leftNeed(g), 2, send, recv, emit, self)
 	addExchange(m.t, e, g.Node.Name+".in", send, recv, tr)
 
@@ -363,7 +368,13 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 						Reads:  []Ref{{g.Left, -1, rs, ks}, {g.Right, -1, ks, cs}},
 						Writes: []Ref{{g.Node, part, rs, cs}}}
 				})
-				e.weights[t] = cost.Align(k*c*2, a32)
+				if g.Weights == WeightsStreamed {
+					e.panel[t] = cost.Align(k*c*2, a32)
+					e.weights[t] = cost.Align(k*g.WeightShare(i, j).Len()*2, a32)
+				} else {
+					e.weights[t] = cost.Align(k*c*2, a32)
+					e.r1[t] = e.weights[t]
+				}
 				left := cost.Align(cost.Align(r*k*2, a32), int(m.t.Memory.ElementBytes)) // own element(s): the distinct-element rule
 				out := cost.Align(r*c*2, a32)
 				e.work[t] = left + out
@@ -455,6 +466,48 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 	return e
 }
 
+// streamWeights adds a streamed GEMM's weight traffic: a compute stage
+// in which every cell copies its share of the block's panel from its
+// home into its panel (copy_f16), and, into the input exchange's send and
+// recv, the shares multicast down each grid column (one transfer per
+// share; the column's cells are not partner tiles, so no pairing).
+func streamWeights(m *models, g *GemmPlan, e *opEval, send, recv []int, emit func(Transfer), detail bool) {
+	busy := make([]int64, len(send))
+	var calls []Call
+	for i := 0; i < g.Rows.Count; i++ {
+		for j := 0; j < g.Cols.Count; j++ {
+			for p := 0; p < g.Inner.Count; p++ {
+				sh, ks := g.WeightShare(i, j), g.Inner.Span(p)
+				if sh.Len() == 0 {
+					continue
+				}
+				t, b := g.Tile(i, j, p), ks.Len()*sh.Len()*2
+				cyc := m.cycles(kCopy, b, 0, 0)
+				busy[t] += cyc
+				if detail {
+					calls = append(calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": b}, Cycles: cyc,
+						Reads: []Ref{{g.Right, -1, ks, sh}}})
+				}
+				if g.Rows.Count < 2 {
+					continue
+				}
+				send[t] += b
+				var to []int
+				for d := 0; d < g.Rows.Count; d++ {
+					if d != i {
+						recv[g.Tile(d, j, p)] += b
+						to = append(to, g.Tile(d, j, p))
+					}
+				}
+				if emit != nil {
+					emit(Transfer{Ref: Ref{g.Right, -1, ks, sh}, Order: AMPRight, From: t, To: to, Bytes: b})
+				}
+			}
+		}
+	}
+	addCompute(e, g.Node.Name+".weights", busy, calls)
+}
+
 // epilogue adds the fused elementwise ops on a result block and, for a
 // graph output, the unpack to row-major.
 func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(int64) Call), e *opEval) {
@@ -470,6 +523,7 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(
 					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}}
 			})
 			e.weights[t] += cost.Align(blk.Cols.Len()*2, 32)
+			e.r1[t] += cost.Align(blk.Cols.Len()*2, 32)
 		} else {
 			add(t, m.cycles(kGelu, n, 0, 0), func(cyc int64) Call {
 				return Call{Tile: t, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": 0},

@@ -289,9 +289,9 @@ func TestRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range res.Finalists {
-		var grids [][3]int
+		var grids []Grid
 		for _, gp := range p.Body() {
-			grids = append(grids, [3]int{gp.Rows.Count, gp.Cols.Count, gp.Inner.Count})
+			grids = append(grids, gp.Grid())
 		}
 		q, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1, p.Repeat())
 		if err != nil {
@@ -301,11 +301,12 @@ func TestRebuild(t *testing.T) {
 			t.Fatalf("finalist %d rebuilt differs:\n%s\n%s", i, p.Summary(), q.Summary())
 		}
 	}
-	for _, bad := range [][][3]int{
-		{{1, 1, 1}}, // too few GEMMs
-		{{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1000, 1, 1}}, // more row blocks than rows
-		{{0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},    // no row block
-		{{8, 8, 8}, {8, 8, 8}, {8, 8, 8}, {8, 8, 8}},    // more cells than tiles
+	for _, bad := range [][]Grid{
+		{{1, 1, 1, false}}, // too few GEMMs
+		{{1, 1, 1, false}, {1, 1, 1, false}, {1, 1, 1, false}, {1000, 1, 1, false}}, // more row blocks than rows
+		{{0, 1, 1, false}, {1, 1, 1, false}, {1, 1, 1, false}, {1, 1, 1, false}},    // no row block
+		{{8, 8, 8, false}, {8, 8, 8, false}, {8, 8, 8, false}, {8, 8, 8, false}},    // more cells than tiles
+		{{1, 1, 1, true}, {1, 1, 1, false}, {1, 1, 1, false}, {1, 1, 1, false}},     // streamed, unrolled
 	} {
 		if _, err := Rebuild(g, ipu21.IPU21(), 64, bad, 1, 1); err == nil {
 			t.Errorf("grids %v: no error", bad)
@@ -413,9 +414,9 @@ func TestRebuildLoop(t *testing.T) {
 			continue
 		}
 		n++
-		var grids [][3]int
+		var grids []Grid
 		for _, gp := range p.Body() {
-			grids = append(grids, [3]int{gp.Rows.Count, gp.Cols.Count, gp.Inner.Count})
+			grids = append(grids, gp.Grid())
 		}
 		q, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1, p.Repeat())
 		if err != nil {

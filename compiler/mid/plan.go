@@ -17,10 +17,12 @@ const (
 	// whole program (uploaded by the "initialize" call, replicated over the
 	// grid's row blocks); no exchange moves weights during "run".
 	WeightsResident WeightPlacement = iota
-	// WeightsStreamed: one home copy, multicast to the computing tiles in
-	// the operation's input phase. (Defined for the data model; the
-	// candidate generator does not produce it yet: on a per-tile memory
-	// basis it never beats resident weights.)
+	// WeightsStreamed: one home copy of every block's weights, spread over
+	// each grid column (GemmPlan.WeightShare); per block, each cell copies
+	// its share into its panel and the operation's input phase multicasts
+	// the shares down the grid column. Generated for looped plans only
+	// (Plan.Period): it trades an exchange per block for the blocks'
+	// replicated panels when those do not fit.
 	WeightsStreamed
 )
 
@@ -106,6 +108,45 @@ func (g *GemmPlan) InputPiece(j, p int) Span {
 	return Span{ks.Lo + 16*a, ks.Lo + 16*b}
 }
 
+// Grid names a GEMM plan's grid and weight placement: what a package
+// records of it (Rebuild).
+type Grid struct {
+	Rows, Cols, Inner int
+	Streamed          bool
+}
+
+func (g Grid) String() string {
+	s := fmt.Sprintf("%dx%dx%d", g.Rows, g.Cols, g.Inner)
+	if g.Streamed {
+		s += "s"
+	}
+	return s
+}
+
+// Grid is the plan's grid.
+func (g *GemmPlan) Grid() Grid {
+	return Grid{g.Rows.Count, g.Cols.Count, g.Inner.Count, g.Weights == WeightsStreamed}
+}
+
+// WeightShare is the share of weight panel (j, q) that cell (i, j, q)
+// keeps of every block in a streamed plan (whole 16-column groups of the
+// panel's columns, balanced over the grid column's cells; empty when the
+// panel has fewer groups than the column has cells). In AMP right order
+// a panel's column groups follow one another, so a share is one
+// contiguous range of the panel, at byte ShareOffset.
+func (g *GemmPlan) WeightShare(i, j int) Span {
+	cs := g.Cols.Span(j)
+	groups := cs.Len() / 16
+	a, b := i*groups/g.Rows.Count, (i+1)*groups/g.Rows.Count
+	return Span{cs.Lo + 16*a, cs.Lo + 16*b}
+}
+
+// ShareOffset is the byte offset of share s of panel (j, q) in the
+// panel (AMP right order: k/16 blocks of 16x16 per column group).
+func (g *GemmPlan) ShareOffset(j, q int, s Span) int {
+	return (s.Lo - g.Cols.Span(j).Lo) / 16 * g.Inner.Span(q).Len() * 32
+}
+
 // ActiveTiles is the number of grid cells.
 func (g *GemmPlan) ActiveTiles() int { return g.Rows.Count * g.Cols.Count * g.Inner.Count }
 
@@ -129,9 +170,13 @@ func (g *GemmPlan) Describe() string {
 	for _, e := range g.Epilogue {
 		ep = append(ep, e.Op.String())
 	}
-	return fmt.Sprintf("%s: %dx%dx%d grid=%dx%dx%d (rows x cols x ksplit) tiles=%d block r=%d c=%d k=%d kernel=%s weights=resident reduce=%v epilogue=%v chunks=%d",
+	w := "resident"
+	if g.Weights == WeightsStreamed {
+		w = "streamed"
+	}
+	return fmt.Sprintf("%s: %dx%dx%d grid=%dx%dx%d (rows x cols x ksplit) tiles=%d block r=%d c=%d k=%d kernel=%s weights=%s reduce=%v epilogue=%v chunks=%d",
 		g.Node.Name, g.M, g.K, g.N, g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(),
-		g.Rows.Block, g.Cols.Block, g.Inner.Block, g.Kernel, g.Reduce == ReduceAdd, ep, g.Chunks)
+		g.Rows.Block, g.Cols.Block, g.Inner.Block, g.Kernel, w, g.Reduce == ReduceAdd, ep, g.Chunks)
 }
 
 // Ref names a rectangle of a value (or of one K-split partial of a GEMM

@@ -221,10 +221,10 @@ func candidates(op gemmOp, tiles, budget, region1, blocks int) []*GemmPlan {
 					break
 				}
 				r, c, k := rows.Block, cols.Block, inner.Block
-				if blocks*k*c*2 > region1/2 || r*k*2+r*c*2+blocks*k*c*2 > budget {
+				if c > 2048 || r*c > 1<<17 { // unpack/gelu/reduce limits
 					continue
 				}
-				if c > 2048 || r*c > 1<<17 { // unpack/gelu/reduce limits
+				if inner.Count > 1 && (inner.Count > 85 || (c/16+inner.Count-1)/inner.Count == 0) {
 					continue
 				}
 				g := &GemmPlan{Node: op.node, Left: op.left, Right: op.right, Bias: op.bias, Epilogue: op.epilogue, Out: op.out, Output: op.output,
@@ -232,12 +232,18 @@ func candidates(op gemmOp, tiles, budget, region1, blocks int) []*GemmPlan {
 					Kernel: "gemm_f16", Weights: WeightsResident, Chunks: op.chunks, TotalM: op.totalM}
 				if inner.Count > 1 {
 					g.Reduce = ReduceAdd
-					per := (c/16 + inner.Count - 1) / inner.Count
-					if inner.Count > 85 || per == 0 {
-						continue
-					}
 				}
-				out = append(out, g)
+				if blocks*k*c*2 <= region1/2 && r*k*2+r*c*2+blocks*k*c*2 <= budget {
+					out = append(out, g)
+				}
+				// A loop's blocks may instead keep one home copy of their
+				// weights in shares down each grid column (streamed).
+				share := (c/16 + rows.Count - 1) / rows.Count * 16 * k * 2
+				if blocks > 1 && rows.Count > 1 && k*c*2 <= region1/2 && r*k*2+r*c*2+k*c*2+blocks*share <= budget {
+					sg := *g
+					sg.Weights = WeightsStreamed
+					out = append(out, &sg)
+				}
 			}
 		}
 	}
@@ -250,8 +256,18 @@ func candidates(op gemmOp, tiles, budget, region1, blocks int) []*GemmPlan {
 func estimate(m *models, g *GemmPlan) int64 {
 	r, c, k := g.Rows.Block, g.Cols.Block, g.Inner.Block
 	e := m.cycles(kGemm, k, c, r)
+	in, out := 0, 0
 	if g.Cols.Count > 1 {
-		e += cost.ExchangePhase(m.t, 0, r*k*2)
+		in = r * k * 2
+	}
+	if g.Weights == WeightsStreamed {
+		sh := g.WeightShare(0, 0).Len() * k * 2
+		in += k*c*2 - sh
+		out = sh
+		e += m.cycles(kCopy, sh, 0, 0)
+	}
+	if in > 0 || out > 0 {
+		e += cost.ExchangePhase(m.t, out, in)
 	}
 	s := g.Slice(0, 0).Len()
 	n := r * s
@@ -278,6 +294,7 @@ type state struct {
 	evals   []*opEval
 	cycles  int64
 	weights []int // per tile, all ops so far
+	r1      []int // per tile, of them in region 1
 	work    []int // per tile, max working set so far
 	fixed   []int // per tile, live for the whole program (chunked plans' inputs and results)
 	peak    int
@@ -294,17 +311,28 @@ type state struct {
 func (s *state) extend(g *GemmPlan, e *opEval, blocks int) *state {
 	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g), evals: append(append([]*opEval(nil), s.evals...), e),
 		cycles: s.cycles + e.cycles*int64(g.Chunks), out: e.out, held: e.held, period: s.period, phases: s.phases + e.phases(),
-		weights: make([]int, len(e.weights)), work: make([]int, len(e.work)), fixed: make([]int, len(e.fixed))}
+		weights: make([]int, len(e.weights)), r1: make([]int, len(e.r1)), work: make([]int, len(e.work)), fixed: make([]int, len(e.fixed))}
 	for t := range n.weights {
 		if s.weights != nil {
-			n.weights[t], n.work[t], n.fixed[t] = s.weights[t], s.work[t], s.fixed[t]
+			n.weights[t], n.r1[t], n.work[t], n.fixed[t] = s.weights[t], s.r1[t], s.work[t], s.fixed[t]
 		}
-		n.weights[t] += blocks * e.weights[t]
+		n.weights[t] += blocks*e.weights[t] + e.panel[t]
+		n.r1[t] += blocks*e.r1[t] + e.panel[t]
 		n.fixed[t] += e.fixed[t]
 		n.work[t] = max(n.work[t], e.work[t])
 		n.peak = max(n.peak, n.weights[t]+n.work[t]+n.fixed[t])
 	}
 	return n
+}
+
+// region1Peak is the most region 1 bytes (resident and streamed panels)
+// of any tile.
+func (s *state) region1Peak() int {
+	w := 0
+	for _, b := range s.r1 {
+		w = max(w, b)
+	}
+	return w
 }
 
 func (s *state) weightPeak() int {
@@ -530,7 +558,7 @@ func loopSearch(ops []gemmOp, P int, opt Options, m *models, budget, region1 int
 	var out []*state
 	for _, s := range beam {
 		ls := loopState(m, ops, P, s.gemms, opt.Tiles, false)
-		if ls.peak > budget || ls.weightPeak() > region1 || (opt.MaxPhases > 0 && ls.phases > opt.MaxPhases) {
+		if ls.peak > budget || ls.region1Peak() > region1 || (opt.MaxPhases > 0 && ls.phases > opt.MaxPhases) {
 			continue
 		}
 		out = append(out, ls)
@@ -630,7 +658,7 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks in
 				e := evalGemm(m, c, s.out, s.held, opt.Tiles, false)
 				tried++
 				ns := s.extend(c, e, blocks)
-				if ns.peak > budget || ns.weightPeak() > region1 || (opt.MaxPhases > 0 && ns.phases > opt.MaxPhases) {
+				if ns.peak > budget || ns.region1Peak() > region1 || (opt.MaxPhases > 0 && ns.phases > opt.MaxPhases) {
 					continue
 				}
 				next = append(next, ns)
@@ -661,7 +689,11 @@ func weightFrontFirst(cands []*GemmPlan) []*GemmPlan {
 	var front, rest []*GemmPlan
 	best := int(^uint(0) >> 1)
 	for _, c := range cands {
-		if w := c.Inner.Block * c.Cols.Block; w < best {
+		w := c.Inner.Block * c.Cols.Block
+		if c.Weights == WeightsStreamed {
+			w = c.Inner.Block * c.WeightShare(0, 0).Len()
+		}
+		if w < best {
 			front = append(front, c)
 			best = w
 		} else {
@@ -713,10 +745,19 @@ func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state
 		for b := o; b < len(p.Gemms); b += len(body) {
 			bg := p.Gemms[b]
 			wf := &Format{Value: bg.Right, Rows: gp.Kp, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: AMPRight, Mem: Interleaved}
+			if gp.Weights == WeightsStreamed {
+				wf.Mem = AnyMemory // the home shares; the panel they fill is region 1's
+			}
 			for i := 0; i < gp.Rows.Count; i++ {
 				for j := 0; j < gp.Cols.Count; j++ {
 					for q := 0; q < gp.Inner.Count; q++ {
-						wf.Pieces = append(wf.Pieces, Piece{Rows: gp.Inner.Span(q), Cols: gp.Cols.Span(j), Tile: gp.Tile(i, j, q)})
+						cols := gp.Cols.Span(j)
+						if gp.Weights == WeightsStreamed {
+							cols = gp.WeightShare(i, j)
+						}
+						if cols.Len() > 0 {
+							wf.Pieces = append(wf.Pieces, Piece{Rows: gp.Inner.Span(q), Cols: cols, Tile: gp.Tile(i, j, q)})
+						}
 						active[gp.Tile(i, j, q)] = true
 					}
 				}
@@ -791,7 +832,7 @@ func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format 
 // tiles, kernel limits). chunks is the plan's row chunks (0 or 1: none);
 // blocks > 1 rebuilds a runtime loop over that many blocks, grids then
 // being one block's.
-func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int, chunks, blocks int) (*Plan, error) {
+func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids []Grid, chunks, blocks int) (*Plan, error) {
 	opt := Options{Tiles: tiles}
 	opt.defaults(t)
 	ops, err := chain(g)
@@ -821,14 +862,14 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids [][3]int, chunks,
 	for i, op := range ops[:want] {
 		want := grids[i]
 		var found *GemmPlan
-		for _, c := range candidates(op, opt.Tiles, int(^uint(0)>>1), int(^uint(0)>>1), 1) {
-			if c.Rows.Count == want[0] && c.Cols.Count == want[1] && c.Inner.Count == want[2] {
+		for _, c := range candidates(op, opt.Tiles, int(^uint(0)>>1), int(^uint(0)>>1), max(blocks, 1)) {
+			if c.Grid() == want {
 				found = c
 				break
 			}
 		}
 		if found == nil {
-			return nil, fmt.Errorf("mid: gemm %q: grid %dx%dx%d is not a candidate on %d tiles", op.node.Name, want[0], want[1], want[2], opt.Tiles)
+			return nil, fmt.Errorf("mid: gemm %q: grid %v is not a candidate on %d tiles", op.node.Name, want, opt.Tiles)
 		}
 		s = s.extend(found, evalGemm(m, found, s.out, s.held, opt.Tiles, false), 1)
 	}
