@@ -493,28 +493,37 @@ func TestRecordedPlanIsTheChosenOne(t *testing.T) {
 }
 
 // TestMidBlockLoop: a chain of repeated blocks whose unrolled plan
-// exceeds the runtime's exchange rows gets a mid plan that loops over
-// the blocks (one block's phases, every block's weights resident); the
-// best looped finalist, recorded as the recipe's plan (mid.Rebuild with
-// its loop), rebuilds, runs from its recipe and passes, and so does the
-// searched plan.
+// exceeds the runtime's exchange rows gets a mid plan that loops over the
+// blocks (one block's phases, every block's weights resident or
+// streamed), in row chunks when one pass does not fit (each chunk runs
+// every block); the plan, recorded as the recipe's (mid.Rebuild with its
+// loop and chunks), rebuilds, runs from its recipe and passes, and so
+// does the searched plan.
 func TestMidBlockLoop(t *testing.T) {
-	r := mlpRecipeFull(77, 40, 90, 12, 64, true) // 24 unrolled GEMMs: more input phases than the row table holds
-	res := compile(t, r)
-	if res.Plan.Mid == nil || res.Plan.Mid.Period != 2 || res.Plan.Choice().Loop != 12 {
-		t.Fatalf("plan %v, want a mid loop over 12 blocks", res.Plan.Choice())
+	for _, tc := range []struct {
+		r      Recipe
+		chunks bool
+	}{
+		{mlpRecipeFull(77, 40, 90, 12, 64, true), false}, // 24 unrolled GEMMs: more input phases than the row table holds
+		{mlpRecipeFull(400, 128, 256, 12, 4, true), true}, // 12 blocks' weights and 400 rows do not fit 4 tiles in one pass
+	} {
+		r := tc.r
+		res := compile(t, r)
+		ch := res.Plan.Choice()
+		if res.Plan.Mid == nil || res.Plan.Mid.Period != 2 || ch.Loop != 12 || (ch.Q > 1) != tc.chunks {
+			t.Fatalf("%+v: plan %v, want a mid loop over 12 blocks (row chunks %v)", r.Flags.MLP, ch, tc.chunks)
+		}
+		if !hasLoop(res.Plan.Programs[0].Calls[1]) {
+			t.Fatal("the blocks are not a runtime loop")
+		}
+		buildAndRun(t, r)
+		r.Plan = &ch
+		again := compile(t, r)
+		if !again.Plan.Choice().Equal(ch) || again.Plan.Estimate != res.Plan.Estimate {
+			t.Fatalf("recorded %v (estimate %d), rebuilt %v (estimate %d)", ch, res.Plan.Estimate.Total, again.Plan.Choice(), again.Plan.Estimate.Total)
+		}
+		buildAndRun(t, r)
 	}
-	if !hasLoop(res.Plan.Programs[0].Calls[1]) {
-		t.Fatal("the blocks are not a runtime loop")
-	}
-	buildAndRun(t, r)
-	ch := res.Plan.Choice()
-	r.Plan = &ch
-	again := compile(t, r)
-	if !again.Plan.Choice().Equal(ch) || again.Plan.Estimate != res.Plan.Estimate {
-		t.Fatalf("recorded %v (estimate %d), rebuilt %v (estimate %d)", ch, res.Plan.Estimate.Total, again.Plan.Choice(), again.Plan.Estimate.Total)
-	}
-	buildAndRun(t, r)
 }
 
 // TestMidStreamedWeights: a looped plan's GEMMs with streamed weights

@@ -117,15 +117,17 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	gs := mp.Body()
 	N := mp.Repeat()
 	looped := N > 1
-	if looped && mp.Chunks > 1 {
-		return nil, fmt.Errorf("BUG: a looped mid plan in row chunks")
-	}
 	steps := make([]map[string]int, T) // per tile: bytes of one block's panel in W<o> and B<o>
 	// Row chunks: the run call's timed part is one chunk's, looped Q
 	// times; X0 (each first-GEMM cell's input piece of every chunk) and
 	// the last GEMM's result buffer (every chunk's block) advance by one
 	// chunk per iteration.
 	Q := max(mp.Chunks, 1)
+	// In row chunks, an unrolled chain keeps each first-GEMM cell's input
+	// piece of every chunk (X0) and the last GEMM's result of every chunk
+	// (chain); a loop over blocks keeps every chunk's input, then result,
+	// in slots X beside the buffer the blocks read and write (slots).
+	chain, slots := Q > 1 && !looped, Q > 1 && looped
 	lastO := len(gs) - 1
 	xStep := make([]int, T)   // bytes of a tile's input piece per chunk
 	outStep := make([]int, T) // bytes of a tile's result block per chunk
@@ -166,7 +168,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				out = result
 			}
 			oBytes := r * cc * 2
-			if Q > 1 && o == lastO && g.Inner.Count == 1 {
+			if chain && o == lastO && g.Inner.Count == 1 {
 				outStep[l], oBytes, out = oBytes, Q*oBytes, [2]int{}
 			}
 			if steps[l] == nil {
@@ -188,7 +190,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
 				Buffer{Name: W, Bytes: wBlocks * k * cc * 2, Align: 32, Region: kernels.Interleaved},
 				Buffer{Name: O, Bytes: oBytes, Align: 32, Apart: []string{L}, Live: out})
-			if pc := g.InputPiece(c.j, c.p); Q > 1 && o == 0 && pc.Len() > 0 {
+			if pc := g.InputPiece(c.j, c.p); chain && o == 0 && pc.Len() > 0 {
 				xStep[l] = r * pc.Len() * 2
 				tp.Buffers = append(tp.Buffers, Buffer{Name: "X0", Bytes: Q * xStep[l], Align: 32})
 			}
@@ -200,7 +202,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				if s := g.Slice(c.j, c.p).Len(); s > 0 {
 					n := r * s
 					yBytes, yLive := n*2, result
-					if Q > 1 && o == lastO {
+					if chain && o == lastO {
 						outStep[l], yBytes, yLive = yBytes, Q*yBytes, [2]int{}
 					}
 					tp.Buffers = append(tp.Buffers,
@@ -214,7 +216,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	// Host bindings.
 	g0, last := gs[0], gs[len(gs)-1]
 	in := HostBinding{Name: p.Input, Kind: ipuexe.KindInput, Rows: g0.M, Cols: g0.K}
-	if Q > 1 {
+	if chain {
 		// Chunk after chunk, each cell's piece of the chunk's block.
 		rc := g0.M
 		in.Rows, in.PadRows = g0.TotalM, Q*rc
@@ -234,17 +236,28 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	}
 	if looped {
 		// Where the body's last GEMM leaves its result, which the
-		// first GEMM of every block reads.
-		for l := 0; l < last.ActiveTiles(); l++ {
-			c, _ := cellOf(last, l)
-			lc, ok := outLoc(last, len(gs)-1, c)
-			if !ok {
-				continue
+		// first GEMM of every block reads (in row chunks, chunk after
+		// chunk into the slots X).
+		if slots {
+			in.Rows, in.PadRows = g0.TotalM, Q*g0.M
+		}
+		for k := 0; k < Q; k++ {
+			for l := 0; l < last.ActiveTiles(); l++ {
+				c, _ := cellOf(last, l)
+				lc, ok := outLoc(last, len(gs)-1, c)
+				if !ok {
+					continue
+				}
+				n := lc.rows.Len() * lc.cols.Len() * 2
+				ref := Ref{Buf: lc.buf}
+				if slots {
+					ref = Ref{Buf: "X", Off: k * n}
+				}
+				rows := mid.Span{Lo: k*g0.M + lc.rows.Lo, Hi: k*g0.M + lc.rows.Hi}
+				in.Slices = append(in.Slices, HostSlice{Tile: l, Ref: ref, Offset: in.Bytes, Length: n,
+					Block: &Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
+				in.Bytes += n
 			}
-			n := lc.rows.Len() * lc.cols.Len() * 2
-			in.Slices = append(in.Slices, HostSlice{Tile: l, Ref: Ref{Buf: lc.buf}, Offset: in.Bytes, Length: n,
-				Block: &Rect{Rows: lc.rows, Cols: lc.cols, Order: mid.AMPOut}})
-			in.Bytes += n
 		}
 	}
 	for i := 0; i < g0.Rows.Count && Q == 1 && !looped; i++ {
@@ -317,7 +330,11 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			}
 			n := lc.rows.Len() * lc.cols.Len() * 2
 			rows := mid.Span{Lo: k*last.M + lc.rows.Lo, Hi: k*last.M + lc.rows.Hi}
-			out.Slices = append(out.Slices, HostSlice{Tile: l, Ref: Ref{Buf: lc.buf, Off: k * n}, Offset: out.Bytes, Length: n,
+			ref := Ref{Buf: lc.buf, Off: k * n}
+			if slots {
+				ref = Ref{Buf: "X", Off: k * n}
+			}
+			out.Slices = append(out.Slices, HostSlice{Tile: l, Ref: ref, Offset: out.Bytes, Length: n,
 				Block: &Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
 			out.Bytes += n
 		}
@@ -371,7 +388,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	timed := make([][]Op, T)
 	for o, g := range gs {
 		name := g.Node.Name
-		if o == 0 && Q > 1 {
+		if o == 0 && chain {
 			// Each cell's piece of the chunk, from X0 into its place in
 			// the left panel, where the input exchange sends it from.
 			for l := 0; l < g.ActiveTiles(); l++ {
@@ -534,7 +551,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
-	if Q > 1 {
+	if chain {
 		outBuf := bufName("O", lastO)
 		if last.Inner.Count > 1 {
 			outBuf = bufName("Y", lastO)
@@ -547,9 +564,40 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		}
 	}
 	if looped {
+		depth := 0 // the loop over the blocks; inside the chunks' in row chunks
+		if slots {
+			depth = 1
+		}
 		for l := range timed {
 			block0 := timed[l]
-			timed[l] = loopOps(N, 0, func(b int) []Op { return chunkOps(block0, b, steps[l]) })
+			timed[l] = loopOps(N, depth, func(b int) []Op { return chunkOps(block0, b, steps[l]) })
+		}
+	}
+	if slots {
+		// Per chunk: its input from slot k into the buffer the blocks
+		// read and write, the blocks, its result back into slot k.
+		for l := range timed {
+			blocks := timed[l]
+			c, ok := cellOf(last, l)
+			var lc loc
+			if ok {
+				lc, ok = outLoc(last, lastO, c)
+			}
+			if !ok {
+				timed[l] = loopOps(Q, 0, func(int) []Op { return blocks })
+				continue
+			}
+			n := lc.rows.Len() * lc.cols.Len() * 2
+			pl.Programs[l].Buffers = append(pl.Programs[l].Buffers, Buffer{Name: "X", Bytes: Q * n, Align: 32})
+			timed[l] = loopOps(Q, 0, func(k int) []Op {
+				ops := []Op{{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": n},
+					Args: []Arg{{"$m2", Ref{Buf: lc.buf}}, {"$m3", Ref{Buf: "X", Off: k * n}}},
+					Node: g0.Left.Name, Why: fmt.Sprintf("the chunk's input rows %v x cols %v from its slot", lc.rows, lc.cols)}}
+				ops = append(ops, blocks...)
+				return append(ops, Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": n},
+					Args: []Arg{{"$m2", Ref{Buf: "X", Off: k * n}}, {"$m3", Ref{Buf: lc.buf}}},
+					Node: mp.Gemms[len(mp.Gemms)-1].Out.Name, Why: fmt.Sprintf("the chunk's result rows %v x cols %v into its slot", lc.rows, lc.cols)})
+			})
 		}
 	}
 	pl.hostCalls(func(t *TileProgram) (init, run []Op) {

@@ -2,6 +2,7 @@ package mid
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/ipustack/ipustack/graph"
@@ -119,8 +120,19 @@ func (p *Plan) Check() error {
 			}
 		}
 	}
-	if total*int64(p.Chunks)*int64(p.Repeat()) != p.Cycles {
-		return fmt.Errorf("stage cycles add up to %d per chunk (%d chunks, %d blocks), plan says %d", total, p.Chunks, p.Repeat(), p.Cycles)
+	var once int64 // per chunk, outside the blocks' loop
+	for _, st := range append(slices.Clone(p.Prologue), p.Epilogue...) {
+		for _, c := range st.Calls {
+			for _, r := range c.Reads {
+				if !pl.covers(c.Tile, r) {
+					return fmt.Errorf("stage %s: tile %d: %s reads %v which is not on the tile", st.Name, c.Tile, c.Kernel, r)
+				}
+			}
+		}
+		once += st.Cycles
+	}
+	if (total*int64(p.Repeat())+once)*int64(p.Chunks) != p.Cycles {
+		return fmt.Errorf("stage cycles add up to %d per block and %d per chunk (%d chunks, %d blocks), plan says %d", total, once, p.Chunks, p.Repeat(), p.Cycles)
 	}
 	if p.SearchCycles != p.Cycles {
 		return fmt.Errorf("search costed %d cycles, materialised plan %d", p.SearchCycles, p.Cycles)

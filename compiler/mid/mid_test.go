@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 )
@@ -328,6 +327,9 @@ func TestBlockLoop(t *testing.T) {
 	}{
 		{graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 4}, 1472, 10, false},
 		{graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 3, Biases: true}, 64, 0, true},
+		// 12 blocks' weights and 400 rows: only in row chunks, each
+		// running every block (the blocks' loop inside the chunks').
+		{graph.MLPConfig{Batch: 1, Tokens: 400, Dim: 128, Hidden: 256, Blocks: 12, Biases: true}, 4, 10, false},
 	} {
 		g, err := graph.MLPGraph(tc.cfg, 1, graph.GeluTanh)
 		if err != nil {
@@ -367,15 +369,21 @@ func TestBlockLoop(t *testing.T) {
 			if in := p.Formats[g.Inputs()[0].ID]; in.Order != AMPOut {
 				t.Errorf("finalist %d: input order %v, want AMP output order", i, in.Order)
 			}
-			// One block's stages, run once per block.
-			var sum int64
+			// One block's stages, run once per block (and chunk).
+			var sum, once int64
 			for _, st := range p.Stages {
 				sum += st.Cycles
 			}
-			if p.Cycles != sum*int64(tc.cfg.Blocks) {
-				t.Errorf("finalist %d: %d cycles, stages %d x %d blocks", i, p.Cycles, sum, tc.cfg.Blocks)
+			for _, st := range append(p.Prologue, p.Epilogue...) {
+				once += st.Cycles
 			}
-			if p.WeightBytes > cost.InterleavedBudget(ipu21.IPU21()) {
+			if (p.Chunks > 1) != (len(p.Prologue) == 1 && len(p.Epilogue) == 1) {
+				t.Errorf("finalist %d: %d chunks, %d prologue and %d epilogue stages", i, p.Chunks, len(p.Prologue), len(p.Epilogue))
+			}
+			if p.Cycles != int64(p.Chunks)*(sum*int64(tc.cfg.Blocks)+once) {
+				t.Errorf("finalist %d: %d cycles, %d chunks x (stages %d x %d blocks + %d)", i, p.Cycles, p.Chunks, sum, tc.cfg.Blocks, once)
+			}
+			if p.WeightBytes > res.Budget {
 				t.Errorf("finalist %d: %d weight bytes per tile", i, p.WeightBytes)
 			}
 		}
@@ -388,16 +396,32 @@ func TestBlockLoop(t *testing.T) {
 	}
 }
 
-// Every block's weights count: so400m's 27 blocks do not fit resident on
-// one chip, and the error says so for the loop too.
+// Every block's weights count: so400m's 27 MLP blocks (535 MB of weights)
+// fit one chip only streamed (one home copy), and not 368 tiles (230 MB of
+// memory), which the error says for the loop too.
 func TestBlockLoopMemory(t *testing.T) {
 	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 27}, 1, graph.GeluTanh)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Search(g, ipu21.IPU21(), Options{MaxPhases: 10})
+	res := search(t, g, Options{MaxPhases: 10, Finalists: 2})
+	for i, p := range res.Finalists {
+		streamed := 0
+		for _, gp := range p.Body() {
+			if gp.Weights == WeightsStreamed {
+				streamed++
+			}
+		}
+		if p.Period != 2 || streamed == 0 {
+			t.Errorf("finalist %d: period %d, %d streamed GEMMs", i, p.Period, streamed)
+		}
+		if err := p.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = Search(g, ipu21.IPU21(), Options{Tiles: 368, MaxPhases: 10})
 	if err == nil || !strings.Contains(err.Error(), "as a runtime loop over 27 blocks") {
-		t.Fatalf("27 blocks on 1472 tiles: err %v, want a memory error naming the loop", err)
+		t.Fatalf("27 blocks on 368 tiles: err %v, want a memory error naming the loop", err)
 	}
 }
 

@@ -262,10 +262,15 @@ type Plan struct {
 	// result of its last GEMM: the host writes the graph input where
 	// Gemms[Period-1] leaves its result (outLayout, AMP output order), so
 	// that every iteration reads and writes the same buffers. Each tile's
-	// weights are every block's panels back to back. Only unchunked.
+	// weights are every block's panels back to back (or streamed). In row
+	// chunks, each chunk runs the Prologue, every block, the Epilogue.
 	Period int
+	// Prologue and Epilogue: a looped plan's per-chunk stages in row
+	// chunks (copies of the chunk's input into the buffer the blocks
+	// read, and of its result back; chunkCopies).
+	Prologue, Epilogue []Stage
 
-	Cycles       int64 // predicted total (sum of stage cycles, times Chunks and Repeat())
+	Cycles       int64 // predicted total: Chunks x (Prologue + Repeat() x Stages + Epilogue)
 	PeakBytes    int   // predicted peak data bytes on the busiest tile
 	WeightBytes  int   // resident weight bytes on the busiest tile
 	ActiveTiles  int

@@ -304,6 +304,8 @@ type state struct {
 	// gemms then holds every block's GEMM, evals one block's.
 	period int
 	phases int // exchange stages so far
+	// pro, epi: a looped plan's per-chunk copies in row chunks (Plan.Prologue, Plan.Epilogue).
+	pro, epi Stage
 }
 
 // extend is s followed by GEMM g costed as e; blocks is how many blocks of
@@ -415,7 +417,9 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	beam, stats, err := beamSearch(ops, opt, m, budget, region1, 1)
 	if err != nil {
 		var cerr error
-		beam, stats, cerr = chunkSearch(ops, opt, m, budget, region1)
+		beam, stats, cerr = chunkSearch(ops, func(ops []gemmOp) ([]*state, []GemmStats, error) {
+			return beamSearch(ops, opt, m, budget, region1, 1)
+		})
 		if cerr != nil {
 			beam, stats = nil, nil
 		} else {
@@ -432,6 +436,12 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	// tables; the lowering's rerank decides).
 	if P := period(ops); P > 0 {
 		loops, lstats, lerr := loopSearch(ops, P, opt, m, budget, region1)
+		if lerr != nil {
+			// The loop in row chunks: each chunk runs every block.
+			loops, lstats, lerr = chunkSearch(ops, func(ops []gemmOp) ([]*state, []GemmStats, error) {
+				return loopSearch(ops, P, opt, m, budget, region1)
+			})
+		}
 		if lerr == nil {
 			if len(loops) > opt.Finalists {
 				loops = loops[:opt.Finalists]
@@ -469,13 +479,13 @@ func sortStates(states []*state) {
 	})
 }
 
-// chunkSearch plans the chain in row chunks (see Search): of each chunking
-// tried, its cheapest and its smallest plan, cheapest first.
-func chunkSearch(ops []gemmOp, opt Options, m *models, budget, region1 int) ([]*state, []GemmStats, error) {
+// chunkSearch plans the chain in row chunks with search (see Search): of
+// each chunking tried, its cheapest and its smallest plan, cheapest first.
+func chunkSearch(ops []gemmOp, search func([]gemmOp) ([]*state, []GemmStats, error)) ([]*state, []GemmStats, error) {
 	rows := ops[0].m
 	// Chunks shrink the working set only: when one-row chunks do not
 	// fit either (the weights alone do not), no chunking does.
-	if _, _, err := beamSearch(chunked(ops, 1, rows), opt, m, budget, region1, 1); err != nil || rows < 2 {
+	if _, _, err := search(chunked(ops, 1, rows)); err != nil || rows < 2 {
 		if err == nil {
 			err = fmt.Errorf("mid: one row cannot be chunked")
 		}
@@ -494,7 +504,7 @@ func chunkSearch(ops []gemmOp, opt Options, m *models, budget, region1 int) ([]*
 		if tries >= 0 {
 			tries++
 		}
-		b, st, cerr := beamSearch(chunked(ops, rc, (rows+rc-1)/rc), opt, m, budget, region1, 1)
+		b, st, cerr := search(chunked(ops, rc, (rows+rc-1)/rc))
 		if cerr != nil {
 			continue
 		}
@@ -574,19 +584,31 @@ func loopSearch(ops []gemmOp, P int, opt Options, m *models, budget, region1 int
 // grids of body (one GEMM plan per GEMM of a block): the first GEMM's left
 // operand is the graph input, held where the block's last GEMM leaves its
 // result (cyclicLayout); every block's GEMM plans are the body's on its
-// own nodes.
+// own nodes. In row chunks (ops chunked), each chunk's input and result
+// stay in Q slots beside that buffer: the chunk copies its slot in before
+// the blocks and its result back after them (chunkCopies).
 func loopState(m *models, ops []gemmOp, P int, body []*GemmPlan, tiles int, detail bool) *state {
 	blocks := len(ops) / P
 	last := body[P-1]
 	src := cyclicLayout(last, body[0].Left)
 	held := evalGemm(m, last, nil, nil, tiles, false).held
 	s := &state{period: P}
+	var cycles int64
 	for _, g := range body {
 		e := evalGemm(m, g, src, held, tiles, detail)
 		s = s.extend(g, e, blocks)
+		cycles += e.cycles
 		src, held = e.out, e.held
 	}
-	s.cycles *= int64(blocks)
+	s.cycles = int64(blocks) * cycles
+	if q := ops[0].chunks; q > 1 {
+		s.pro, s.epi = chunkCopies(m, last, body[0].Left, tiles, detail)
+		s.cycles = int64(q) * (s.cycles + s.pro.Cycles + s.epi.Cycles)
+		for t := range s.fixed {
+			s.fixed[t] += q * held[t]
+			s.peak = max(s.peak, s.weights[t]+s.work[t]+s.fixed[t])
+		}
+	}
 	all := make([]*GemmPlan, 0, len(ops))
 	for b := 0; b < blocks; b++ {
 		for o, g := range body {
@@ -598,6 +620,37 @@ func loopState(m *models, ops []gemmOp, P int, body []*GemmPlan, tiles int, deta
 	}
 	s.gemms = all
 	return s
+}
+
+// chunkCopies are a looped plan's per-chunk stages in row chunks: every
+// holder of the block's result copies the chunk's slot of the input into
+// the buffer the blocks read and write, and, after them, the result back
+// into the slot (one copy_f16 each).
+func chunkCopies(m *models, last *GemmPlan, input *graph.Node, tiles int, detail bool) (in, out Stage) {
+	l := outLayout(last)
+	busy := make([]int64, tiles)
+	var cin, cout []Call
+	for ri, r := range l.rows {
+		for ci, c := range l.cols {
+			t := l.tile[ri*len(l.cols)+ci]
+			if t < 0 {
+				continue
+			}
+			n := r.Len() * c.Len() * 2
+			cyc := m.cycles(kCopy, n, 0, 0)
+			busy[t] += cyc
+			if detail {
+				cin = append(cin, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+					Reads: []Ref{{input, -1, r, c}}})
+				cout = append(cout, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+					Reads: []Ref{{last.Out, -1, r, c}}})
+			}
+		}
+	}
+	var e opEval
+	addCompute(&e, "chunk.in", busy, cin)
+	addCompute(&e, "chunk.out", busy, cout)
+	return e.stages[0], e.stages[1]
 }
 
 // cyclicLayout is where a looped plan's input (value in) lives: where the
@@ -777,6 +830,10 @@ func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state
 		// leaves it.
 		last := p.Gemms[len(p.Gemms)-1]
 		p.Formats[last.Out.ID] = layoutFormat(src, last.Out, last.N, AnyMemory)
+		if p.Chunks > 1 {
+			in, out := chunkCopies(m, body[len(body)-1], body[0].Left, tiles, true)
+			p.Prologue, p.Epilogue = []Stage{in}, []Stage{out}
+		}
 	}
 	q := int64(p.Chunks) * int64(p.Repeat())
 	for _, st := range p.Stages {
@@ -786,6 +843,10 @@ func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state
 		} else {
 			p.ComputeCyc += q * st.Cycles
 		}
+	}
+	for _, st := range append(slices.Clone(p.Prologue), p.Epilogue...) {
+		p.Cycles += int64(p.Chunks) * st.Cycles
+		p.ComputeCyc += int64(p.Chunks) * st.Cycles
 	}
 	p.ActiveTiles = len(active)
 	return p
@@ -849,7 +910,7 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids []Grid, chunks, b
 	}
 	want := len(ops)
 	if blocks > 1 {
-		if chunks > 1 || period(ops) == 0 || len(ops)%blocks != 0 || len(ops)/blocks != len(grids) || (len(ops)/blocks)%period(ops) != 0 {
+		if period(ops) == 0 || len(ops)%blocks != 0 || len(ops)/blocks != len(grids) || (len(ops)/blocks)%period(ops) != 0 {
 			return nil, fmt.Errorf("mid: a loop over %d blocks of %d GEMMs: not a loop the search produces for this graph's %d GEMMs", blocks, len(grids), len(ops))
 		}
 		want = len(ops) / blocks
