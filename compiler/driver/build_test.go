@@ -504,7 +504,7 @@ func TestMidBlockLoop(t *testing.T) {
 		r      Recipe
 		chunks bool
 	}{
-		{mlpRecipeFull(77, 40, 90, 12, 64, true), false}, // 24 unrolled GEMMs: more input phases than the row table holds
+		{mlpRecipeFull(77, 40, 90, 12, 64, true), false},  // 24 unrolled GEMMs: more input phases than the row table holds
 		{mlpRecipeFull(400, 128, 256, 12, 4, true), true}, // 12 blocks' weights and 400 rows do not fit 4 tiles in one pass
 	} {
 		r := tc.r
