@@ -30,7 +30,8 @@ import (
 //     Propagated operand error: K (eA^2 ms(B) + eB^2 ms(A)) (again random signs).
 //     Output rounding, device and reference each: 2 u^2 ms(C) / 3.
 //   - Gelu: the input error times the largest slope of GELU (1.13 for both forms), plus the
-//     device's own evaluation error, assumed within an f16 ulp, plus output rounding: 3 u^2 ms / 3.
+//     device's own evaluation error, assumed within an ulp of the output type (u^2 ms / 3; f16
+//     for the device's f16 kernel, f32 for an f32 graph), plus output rounding: 3 u^2 ms / 3.
 //   - Add: the operands' errors in quadrature plus output rounding. Cast: plus output rounding.
 //   - Inputs and Parameters: 0 (host and device hold the same f16 bits).
 //   - Reshape and Transpose: the input's error (pure data movement, exact on both sides).
@@ -88,7 +89,6 @@ const (
 	ampGroup    = 16                    // inner depth of one f16 AMP accumulation group
 	toleranceRl = 2 * f16Unit           // Rel: one f16 ulp
 	toleranceAb = 0x1p-24               // smallest f16 subnormal
-	geluDevErr  = f16Unit * f16Unit / 3 // device GELU, per unit mean square
 	roundVar    = f16Unit * f16Unit / 3 // one f16 rounding, per unit mean square
 	f32RoundVar = f32Unit * f32Unit / 3 // one f32 rounding
 )
@@ -161,7 +161,7 @@ func (e *errorModel) node(n *graph.Node, v []float32, ins [][]float32) {
 		v2 += e.roundTerm(n, ms)
 	case graph.OpGelu:
 		in := n.Inputs[0].ID
-		v2 = geluSlope*geluSlope*e.var2[in] + geluDevErr*ms + e.roundTerm(n, ms)
+		v2 = geluSlope*geluSlope*e.var2[in] + unitVar(n.DType)*ms + e.roundTerm(n, ms)
 	case graph.OpAdd:
 		v2 = e.var2[n.Inputs[0].ID] + e.var2[n.Inputs[1].ID] + e.roundTerm(n, ms)
 	case graph.OpCast:

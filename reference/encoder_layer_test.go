@@ -1,0 +1,188 @@
+package reference
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/ipustack/ipustack/graph"
+)
+
+// hfLayer is an independent float64 implementation of one Hugging Face SiglipEncoderLayer on
+// x [batch][tokens][dim], written as plain loops from the PyTorch module (not with this
+// package's helpers). w holds the parameters by their HF names (without the layer prefix).
+func hfLayer(x []float64, w map[string][]float64, batch, tokens, dim, heads, hidden int) []float64 {
+	hd := dim / heads
+	layerNorm := func(in []float64, wt, b []float64) []float64 {
+		out := make([]float64, len(in))
+		for r := 0; r < len(in)/dim; r++ {
+			row := in[r*dim : (r+1)*dim]
+			var mean, vr float64
+			for _, v := range row {
+				mean += v
+			}
+			mean /= float64(dim)
+			for _, v := range row {
+				vr += (v - mean) * (v - mean)
+			}
+			vr /= float64(dim)
+			for i, v := range row {
+				out[r*dim+i] = (v-mean)/math.Sqrt(vr+1e-6)*wt[i] + b[i]
+			}
+		}
+		return out
+	}
+	// linear is nn.Linear: in [rows][nin] times weight [nout][nin] transposed, plus bias.
+	linear := func(in []float64, name string, nin, nout int) []float64 {
+		wt, b := w[name+".weight"], w[name+".bias"]
+		rows := len(in) / nin
+		out := make([]float64, rows*nout)
+		for r := 0; r < rows; r++ {
+			for o := 0; o < nout; o++ {
+				s := b[o]
+				for i := 0; i < nin; i++ {
+					s += in[r*nin+i] * wt[o*nin+i]
+				}
+				out[r*nout+o] = s
+			}
+		}
+		return out
+	}
+	h := layerNorm(x, w["layer_norm1.weight"], w["layer_norm1.bias"])
+	q := linear(h, "self_attn.q_proj", dim, dim)
+	k := linear(h, "self_attn.k_proj", dim, dim)
+	v := linear(h, "self_attn.v_proj", dim, dim)
+	attn := make([]float64, len(x))
+	scale := 1 / math.Sqrt(float64(hd))
+	scores := make([]float64, tokens)
+	for b := 0; b < batch; b++ {
+		base := b * tokens * dim
+		for hh := 0; hh < heads; hh++ {
+			for t := 0; t < tokens; t++ {
+				mx := math.Inf(-1)
+				for s := 0; s < tokens; s++ {
+					var dot float64
+					for j := 0; j < hd; j++ {
+						dot += q[base+t*dim+hh*hd+j] * k[base+s*dim+hh*hd+j]
+					}
+					scores[s] = dot * scale
+					mx = math.Max(mx, scores[s])
+				}
+				var sum float64
+				for s := range scores {
+					scores[s] = math.Exp(scores[s] - mx)
+					sum += scores[s]
+				}
+				for j := 0; j < hd; j++ {
+					var acc float64
+					for s := 0; s < tokens; s++ {
+						acc += scores[s] / sum * v[base+s*dim+hh*hd+j]
+					}
+					attn[base+t*dim+hh*hd+j] = acc
+				}
+			}
+		}
+	}
+	o := linear(attn, "self_attn.out_proj", dim, dim)
+	y := make([]float64, len(x))
+	for i := range y {
+		y[i] = x[i] + o[i]
+	}
+	m := linear(layerNorm(y, w["layer_norm2.weight"], w["layer_norm2.bias"]), "mlp.fc1", dim, hidden)
+	for i, z := range m { // gelu_pytorch_tanh
+		m[i] = 0.5 * z * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(z+0.044715*z*z*z)))
+	}
+	m = linear(m, "mlp.fc2", hidden, dim)
+	for i := range y {
+		y[i] += m[i]
+	}
+	return y
+}
+
+// hfStack runs hfLayer for every layer of g, reading the generated data of the graph's input and
+// parameters (graph.Node.Data, not the reference's values).
+func hfStack(g *graph.Graph, c graph.EncoderConfig) []float32 {
+	x := f64(g.Node("x").Data())
+	for l := 0; l < c.Layers; l++ {
+		w := map[string][]float64{}
+		for _, p := range g.Parameters() {
+			if pre := fmt.Sprintf("%d.", l); len(p.Name) > len(pre) && p.Name[:len(pre)] == pre {
+				w[p.Name[len(pre):]] = f64(p.Data())
+			}
+		}
+		x = hfLayer(x, w, c.Batch, c.Tokens, c.Dim, c.Heads, c.Hidden)
+	}
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
+}
+
+func f64(v []float32) []float64 {
+	r := make([]float64, len(v))
+	for i, f := range v {
+		r[i] = float64(f)
+	}
+	return r
+}
+
+func rms(v []float32) float64 { return math.Sqrt(meanSquare(v)) }
+
+// TestEncoderLayerVsHF compares the reference evaluation of EncoderLayerGraph with the
+// independent float64 Hugging Face layer, within the derived tolerance. With f32 values the
+// model's Abs is checked with one f32 ulp relative instead of Rel's f16 ulp, which would hide an
+// f32-level mistake; with f16 values at device precision the tolerance is the one a device run
+// is judged by. Either way a structural mistake (a head mixed up, a transposed weight, a missing
+// bias) is an O(1) error.
+func TestEncoderLayerVsHF(t *testing.T) {
+	tests := []struct {
+		c      graph.EncoderConfig
+		f32Rel bool
+	}{
+		{graph.EncoderConfig{Batch: 1, Tokens: 7, Dim: 16, Heads: 2, Hidden: 24, Layers: 1, DType: graph.F32, Acc: graph.F32}, true},
+		{graph.EncoderConfig{Batch: 2, Tokens: 7, Dim: 16, Heads: 2, Hidden: 24, Layers: 2, DType: graph.F32, Acc: graph.F32}, true},
+		{graph.EncoderConfig{Batch: 1, Tokens: 50, Dim: 24, Heads: 3, Hidden: 40, Layers: 1, DType: graph.F32, Acc: graph.F32}, true},
+		{graph.EncoderConfig{Batch: 1, Tokens: 50, Dim: 48, Heads: 12, Hidden: 64, Layers: 1, DType: graph.F32, Acc: graph.F32}, true},
+		{graph.EncoderConfig{Batch: 1, Tokens: 7, Dim: 16, Heads: 2, Hidden: 24, Layers: 1, DType: graph.F16, Acc: graph.F16}, false},
+		{graph.EncoderConfig{Batch: 2, Tokens: 50, Dim: 24, Heads: 3, Hidden: 40, Layers: 2, DType: graph.F16, Acc: graph.F16}, false},
+		{graph.EncoderConfig{Batch: 1, Tokens: 50, Dim: 48, Heads: 12, Hidden: 64, Layers: 1, DType: graph.F16, Acc: graph.F32}, false},
+		{graph.EncoderConfig{Batch: 1, Tokens: 197, Dim: 72, Heads: 1, Hidden: 96, Layers: 1, DType: graph.F16, Acc: graph.F16}, false},
+	}
+	for _, tc := range tests {
+		c := tc.c
+		t.Run(fmt.Sprintf("%v-acc%v-b%d-t%d-d%d-heads%d-h%d-n%d", c.DType, c.Acc, c.Batch, c.Tokens, c.Dim, c.Heads, c.Hidden, c.Layers), func(t *testing.T) {
+			g, err := graph.EncoderLayerGraph(c, 11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := EvaluateDetailed(g, nil, Options{GenerateMissing: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, tol := res.Outputs["y"], res.Tolerances["y"]
+			want := hfStack(g, c)
+			if tc.f32Rel {
+				tol.Rel = 2 * f32Unit
+			}
+			maxErr, worst, ok := Compare(got, want, tol)
+			t.Logf("tolerance %v; max error %.3g at %d; output rms %.3g", tol, maxErr, worst, rms(want))
+			if !ok {
+				t.Fatalf("reference and HF layer differ by %.3g at %d (reference %v, HF %v), over %v", maxErr, worst, got[worst], want[worst], tol)
+			}
+			// The bound must stay tight enough to catch a wrong answer: a few ulps of the output.
+			ulp := 0x1p-10
+			if c.DType == graph.F32 {
+				ulp = 0x1p-23
+			}
+			if tol.Abs > 50*ulp*rms(want) {
+				t.Fatalf("tolerance %v is loose against the output rms %.3g", tol, rms(want))
+			}
+			bad := append([]float32(nil), got...)
+			bad[len(bad)/2] += float32(20 * ulp * rms(want))
+			if _, _, ok := Compare(bad, want, tol); ok {
+				t.Fatal("an error of 20 ulps of the output rms passed")
+			}
+		})
+	}
+}
