@@ -194,3 +194,51 @@ func TestEncoderLayerVsHF(t *testing.T) {
 		})
 	}
 }
+
+// FuzzEncoderEvaluate evaluates encoder layers of random small shapes: the reference must not
+// panic, and every output and tolerance must be finite.
+func FuzzEncoderEvaluate(f *testing.F) {
+	f.Add(uint8(1), uint8(7), uint8(8), uint8(2), uint8(24), uint8(1), false, uint64(1))
+	f.Add(uint8(2), uint8(1), uint8(3), uint8(3), uint8(1), uint8(2), true, uint64(9))
+	f.Fuzz(func(t *testing.T, batch, tokens, headDim, heads, hidden, layers uint8, f32 bool, seed uint64) {
+		c := graph.EncoderConfig{Batch: int(batch%3) + 1, Tokens: int(tokens%40) + 1, Heads: int(heads%6) + 1,
+			Hidden: int(hidden%48) + 1, Layers: int(layers%2) + 1, DType: graph.F16, Acc: graph.F16}
+		c.Dim = c.Heads * (int(headDim%12) + 1)
+		if f32 {
+			c.DType, c.Acc = graph.F32, graph.F32
+		}
+		g, err := graph.EncoderLayerGraph(c, seed)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		res, err := EvaluateDetailed(g, nil, Options{GenerateMissing: true})
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		tol := res.Tolerances["y"]
+		if math.IsNaN(tol.Abs) || math.IsInf(tol.Abs, 0) {
+			t.Fatalf("%+v: tolerance %v", c, tol)
+		}
+		for i, v := range res.Outputs["y"] {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("%+v: output %d is %v", c, i, v)
+			}
+		}
+	})
+}
+
+func BenchmarkEncoderLayer(b *testing.B) {
+	g, err := graph.EncoderLayerGraph(graph.DefaultEncoder, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := map[string][]float32{"x": g.Node("x").Data()}
+	for _, p := range g.Parameters() {
+		in[p.Name] = p.Data()
+	}
+	for b.Loop() {
+		if _, err := Evaluate(g, in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
