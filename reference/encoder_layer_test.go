@@ -242,3 +242,120 @@ func BenchmarkEncoderLayer(b *testing.B) {
 		}
 	}
 }
+
+// deviceGemm is C[m][n] = sum_p a(i, p) b(p, j) as the device's f16 AMP computes it: exact
+// products summed in f32 within 16-deep groups, the running partial rounded to f16 after every
+// group (acc16), or f32 accumulation rounded to f16 at the end.
+func deviceGemm(a, b func(i, j int) float32, m, k, n int, acc16 bool) []float32 {
+	out := make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var partial float32
+			for g := 0; g < k; g += 16 {
+				s := partial
+				for p := g; p < min(k, g+16); p++ {
+					s += a(i, p) * b(p, j)
+				}
+				partial = s
+				if acc16 {
+					partial = f16(s)
+				}
+			}
+			out[i*n+j] = f16(partial)
+		}
+	}
+	return out
+}
+
+// deviceLayer is one f16 encoder layer with the device kernels' arithmetic (deviceGemm,
+// deviceLayerNorm, deviceSoftmax, f16 bias adds, residuals and GELU), per batch element.
+func deviceLayer(x []float32, w map[string][]float32, c graph.EncoderConfig) []float32 {
+	T, D, H, hd := c.Tokens, c.Dim, c.Hidden, c.HeadDim()
+	acc16 := c.Acc == graph.F16
+	linear := func(in []float32, name string, nin, nout int) []float32 {
+		wt, b := w[name+".weight"], w[name+".bias"]
+		rows := len(in) / nin
+		out := deviceGemm(func(i, p int) float32 { return in[i*nin+p] }, func(p, j int) float32 { return wt[j*nin+p] }, rows, nin, nout, acc16)
+		for i := range out {
+			out[i] = f16(out[i] + b[i%nout])
+		}
+		return out
+	}
+	out := make([]float32, 0, len(x))
+	for bi := 0; bi < c.Batch; bi++ {
+		xb := x[bi*T*D : (bi+1)*T*D]
+		h := deviceLayerNorm(xb, w["layer_norm1.weight"], w["layer_norm1.bias"], D)
+		q, k, v := linear(h, "self_attn.q_proj", D, D), linear(h, "self_attn.k_proj", D, D), linear(h, "self_attn.v_proj", D, D)
+		attn := make([]float32, T*D)
+		for hh := 0; hh < c.Heads; hh++ {
+			o := hh * hd
+			s := deviceGemm(func(i, p int) float32 { return q[i*D+o+p] }, func(p, j int) float32 { return k[j*D+o+p] }, T, hd, T, acc16)
+			pr := deviceSoftmax(s, T, 1/math.Sqrt(float64(hd)))
+			ctx := deviceGemm(func(i, p int) float32 { return pr[i*T+p] }, func(p, j int) float32 { return v[p*D+o+j] }, T, T, hd, acc16)
+			for i := 0; i < T; i++ {
+				copy(attn[i*D+o:i*D+o+hd], ctx[i*hd:(i+1)*hd])
+			}
+		}
+		y := linear(attn, "self_attn.out_proj", D, D)
+		for i := range y {
+			y[i] = f16(xb[i] + y[i])
+		}
+		m := linear(deviceLayerNorm(y, w["layer_norm2.weight"], w["layer_norm2.bias"], D), "mlp.fc1", D, H)
+		for i := range m {
+			m[i] = f16(float32(Gelu(float64(m[i]), graph.GeluTanh)))
+		}
+		m = linear(m, "mlp.fc2", H, D)
+		for i := range y {
+			y[i] = f16(y[i] + m[i])
+		}
+		out = append(out, y...)
+	}
+	return out
+}
+
+// TestToleranceCoversDeviceEncoder runs f16 encoder layers with the device's arithmetic and
+// checks the reference's derived tolerance covers them, while staying a few f16 ulps of the
+// output (a 2 % error of the output rms must fail).
+func TestToleranceCoversDeviceEncoder(t *testing.T) {
+	tests := []graph.EncoderConfig{
+		{Batch: 2, Tokens: 50, Dim: 24, Heads: 3, Hidden: 40, Layers: 2, DType: graph.F16, Acc: graph.F16},
+		{Batch: 1, Tokens: 50, Dim: 48, Heads: 12, Hidden: 64, Layers: 1, DType: graph.F16, Acc: graph.F32},
+		{Batch: 1, Tokens: 197, Dim: 64, Heads: 1, Hidden: 96, Layers: 1, DType: graph.F16, Acc: graph.F16},
+		{Batch: 1, Tokens: 9, Dim: 1152, Heads: 16, Hidden: 4304, Layers: 1, DType: graph.F16, Acc: graph.F16},
+	}
+	for _, c := range tests {
+		t.Run(fmt.Sprintf("acc%v-b%d-t%d-d%d-heads%d-h%d-n%d", c.Acc, c.Batch, c.Tokens, c.Dim, c.Heads, c.Hidden, c.Layers), func(t *testing.T) {
+			if testing.Short() && c.Dim > 100 {
+				t.Skip("full width: -short")
+			}
+			g, err := graph.EncoderLayerGraph(c, 23)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := EvaluateDetailed(g, nil, Options{GenerateMissing: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev := g.Node("x").Data()
+			for l := 0; l < c.Layers; l++ {
+				w := map[string][]float32{}
+				pre := fmt.Sprintf("%d.", l)
+				for _, p := range g.Parameters() {
+					if len(p.Name) > len(pre) && p.Name[:len(pre)] == pre {
+						w[p.Name[len(pre):]] = p.Data()
+					}
+				}
+				dev = deviceLayer(dev, w, c)
+			}
+			want, tol := res.Outputs["y"], res.Tolerances["y"]
+			maxErr, worst, ok := Compare(dev, want, tol)
+			t.Logf("tolerance %v; device-style max error %.3g at %d; output rms %.3g", tol, maxErr, worst, rms(want))
+			if !ok {
+				t.Fatalf("device-style layer exceeds the tolerance: %.3g at %d (device %v, reference %v) > %v", maxErr, worst, dev[worst], want[worst], tol)
+			}
+			if tol.Abs >= 0.02*rms(want) {
+				t.Fatalf("tolerance %v is loose against the output rms %.3g", tol, rms(want))
+			}
+		})
+	}
+}

@@ -7,7 +7,9 @@
 // exact f16 x f16 products (they fit in f32) and f32 accumulation, then rounded to its output
 // type. The device's f16-accumulating AMP instead rounds its running partial to f16 after every
 // 16-deep inner group (docs/amp-and-pace.md); that difference is not simulated but bounded by the
-// tolerance model (see Tolerance).
+// tolerance model (see Tolerance). LayerNorm and Softmax are computed in f64 (LayerNorm64,
+// Softmax64) and rounded once, at their output; Reshape and Transpose move values exactly. The
+// device kernels' internal f16 roundings are likewise left to the tolerance model.
 package reference
 
 import (
