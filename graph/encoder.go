@@ -108,7 +108,7 @@ func EncoderLayerGraph(c EncoderConfig, seed uint64) (*Graph, error) {
 		q := g.SplitHeads(p+"self_attn.q_heads", linear("self_attn.q_proj", h, c.Dim, c.Dim), c.Heads)
 		k := g.SplitHeads(p+"self_attn.k_heads", linear("self_attn.k_proj", h, c.Dim, c.Dim), c.Heads)
 		v := g.SplitHeads(p+"self_attn.v_heads", linear("self_attn.v_proj", h, c.Dim, c.Dim), c.Heads)
-		s := g.Gemm(p+"self_attn.scores", q, k, GemmAttrs{TransB: true, Out: dt, Acc: c.Acc})
+		s := g.Gemm(p+"self_attn.scores", q, k, attrs) // q k^T: k read transposed
 		pr := g.Softmax(p+"self_attn.softmax", s, 1/math.Sqrt(float64(c.HeadDim())))
 		a := g.Gemm(p+"self_attn.context", pr, v, GemmAttrs{Out: dt, Acc: c.Acc})
 		a = g.MergeHeads(p+"self_attn.merge", a)
