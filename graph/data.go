@@ -53,12 +53,15 @@ func fnv1a64(s string) uint64 {
 }
 
 // Range is the interval a node's data is drawn from: [-1, 1) for InitUniformUnit,
-// ±1/sqrt(FanIn) for InitUniformFanIn, [0, 0] for InitZero.
+// ±1/sqrt(FanIn) for InitUniformFanIn, 1±1/sqrt(FanIn) for InitAroundOne, [0, 0] for InitZero.
 func (n *Node) Range() (lo, hi float64) {
 	switch n.Init {
 	case InitUniformFanIn:
 		s := 1 / math.Sqrt(float64(n.FanIn))
 		return -s, s
+	case InitAroundOne:
+		s := 1 / math.Sqrt(float64(n.FanIn))
+		return 1 - s, 1 + s
 	case InitZero:
 		return 0, 0
 	}

@@ -1,6 +1,7 @@
 // Package graph is ipustack's ComputeGraph: a shaped SSA graph of the operations a workload
-// performs (Input, Parameter, Gemm, Gelu, Add, Cast), the workload presets (gemm, siglip-mlp-f16)
-// and the seeded generator of their input and weight data.
+// performs (Input, Parameter, Gemm, Gelu, Add, Cast, LayerNorm, Softmax, Reshape, Transpose), the
+// workload presets (gemm, siglip-mlp-f16), the SigLIP encoder layer (EncoderLayerGraph) and the
+// seeded generator of their input and weight data.
 //
 // Every node produces exactly one value, so a *Node is also the handle of its value. Nodes can
 // only be built from nodes that already exist, which makes cycles impossible by construction and
@@ -12,6 +13,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -96,9 +98,14 @@ const (
 	OpGelu         // GELU activation
 	OpAdd          // element-wise add with NumPy broadcasting
 	OpCast         // element type conversion
+	OpLayerNorm    // layer normalisation over the last axis, learned scale and bias
+	OpSoftmax      // softmax over the last axis
+	OpReshape      // same elements, new shape (row-major order unchanged)
+	OpTranspose    // axis permutation
 )
 
-var opNames = [...]string{"invalid", "input", "parameter", "gemm", "gelu", "add", "cast"}
+var opNames = [...]string{"invalid", "input", "parameter", "gemm", "gelu", "add", "cast",
+	"layernorm", "softmax", "reshape", "transpose"}
 
 // String returns the op's lower-case name.
 func (o Op) String() string {
@@ -141,6 +148,9 @@ const (
 	InitUniformFanIn
 	// InitZero: all zeros.
 	InitZero
+	// InitAroundOne: uniform in [1-1/sqrt(fanIn), 1+1/sqrt(fanIn)), for layer-norm scales: near
+	// the usual initial 1, but not exactly 1, so a test sees a scale that is dropped or misplaced.
+	InitAroundOne
 )
 
 // GemmAttrs are the attributes of a Gemm. The zero value means: no transposes, output in the
@@ -171,6 +181,13 @@ type Node struct {
 
 	// Gelu.
 	Approx GeluApprox
+
+	// LayerNorm: the epsilon added to the variance.
+	Eps float64
+	// Softmax: the factor applied to the input before the softmax, softmax(Scale*x).
+	Scale float64
+	// Transpose: output axis i is input axis Perm[i].
+	Perm []int
 
 	g   *Graph
 	bad bool // the node could not be built; later uses do not report again
@@ -313,7 +330,7 @@ func (g *Graph) ParameterInit(name string, dt DType, seed uint64, init Init, fan
 	if !g.checkDims(OpParameter, name, dims) {
 		n.bad = true
 	}
-	if init == InitUniformFanIn && fanIn <= 0 {
+	if (init == InitUniformFanIn || init == InitAroundOne) && fanIn <= 0 {
 		g.errorf("parameter %q: fan-in must be positive, got %d", name, fanIn)
 		n.bad = true
 	}
@@ -396,7 +413,8 @@ func (n *Node) GemmDims() (batch, m, k, nn int) {
 	return n.Shape[:len(n.Shape)-2].Elements(), m, k, nn
 }
 
-// Flops is the useful floating-point work of a Gemm, 2*batch*m*n*k (0 for other ops).
+// Flops is the useful floating-point work of a Gemm, 2*batch*m*n*k (0 for other ops: the useful
+// work of a workload is its matrix products; layer norm, softmax, GELU and adds are overhead).
 func (n *Node) Flops() int64 {
 	b, m, k, nn := n.GemmDims()
 	return 2 * int64(b) * int64(m) * int64(k) * int64(nn)
@@ -454,6 +472,228 @@ func (g *Graph) Cast(name string, x *Node, dt DType) *Node {
 		n.bad = true
 	}
 	return g.add(n)
+}
+
+// LayerNorm adds y = (x - mean) / sqrt(var + eps) * scale + bias over the last axis of x, with the
+// row's mean and biased variance (divided by the width) computed in f32 whatever x's dtype (the
+// Hugging Face nn.LayerNorm). scale and bias are rank 1, as wide as x's last axis, of x's dtype;
+// eps must be positive and finite (SigLIP: 1e-6). y has x's shape and dtype.
+func (g *Graph) LayerNorm(name string, x, scale, bias *Node, eps float64) *Node {
+	n := &Node{Name: name, Op: OpLayerNorm, Inputs: []*Node{x, scale, bias}, Eps: eps}
+	if !g.checkOperands(OpLayerNorm, name, x, scale, bias) {
+		n.bad = true
+		return g.add(n)
+	}
+	n.DType, n.Shape = x.DType, append(Shape(nil), x.Shape...)
+	switch {
+	case len(x.Shape) == 0:
+		g.errorf("layernorm %q: input %q is a scalar; it needs an axis to normalise over", name, x.Name)
+		n.bad = true
+	case scale.DType != x.DType || bias.DType != x.DType:
+		g.errorf("layernorm %q: dtype mismatch: input %q is %v, scale %q is %v, bias %q is %v",
+			name, x.Name, x.DType, scale.Name, scale.DType, bias.Name, bias.DType)
+		n.bad = true
+	case !positiveFinite(eps):
+		g.errorf("layernorm %q: eps must be positive and finite, got %g", name, eps)
+		n.bad = true
+	}
+	if n.bad {
+		return g.add(n)
+	}
+	w := x.Shape[len(x.Shape)-1]
+	for _, p := range []struct {
+		role string
+		v    *Node
+	}{{"scale", scale}, {"bias", bias}} {
+		if len(p.v.Shape) != 1 || p.v.Shape[0] != w {
+			g.errorf("layernorm %q: %s %q is %v, want [%d] (the last axis of %q %v)", name, p.role, p.v.Name, p.v.Shape, w, x.Name, x.Shape)
+			n.bad = true
+		}
+	}
+	return g.add(n)
+}
+
+// Softmax adds y = softmax(scale * x) over the last axis of x: exp(scale*x_i - m) / sum_j
+// exp(scale*x_j - m) with m the row's maximum of scale*x, exponentials and sum in f32 whatever
+// x's dtype. scale must be positive and finite (attention: 1/sqrt(head_dim)). y has x's shape and
+// dtype.
+func (g *Graph) Softmax(name string, x *Node, scale float64) *Node {
+	n := &Node{Name: name, Op: OpSoftmax, Inputs: []*Node{x}, Scale: scale}
+	if !g.checkOperands(OpSoftmax, name, x) {
+		n.bad = true
+		return g.add(n)
+	}
+	n.DType, n.Shape = x.DType, append(Shape(nil), x.Shape...)
+	switch {
+	case len(x.Shape) == 0:
+		g.errorf("softmax %q: input %q is a scalar; it needs an axis to normalise over", name, x.Name)
+		n.bad = true
+	case !positiveFinite(scale):
+		g.errorf("softmax %q: scale must be positive and finite, got %g", name, scale)
+		n.bad = true
+	}
+	return g.add(n)
+}
+
+// The head split and merge of attention are a Reshape plus a Transpose rather than dedicated
+// split/merge ops:
+//
+//	split: [batch, tokens, dim] -reshape-> [batch, tokens, heads, dim/heads] -transpose(0 2 1 3)-> [batch, heads, tokens, dim/heads]
+//	merge: the inverse, transpose(0 2 1 3) then reshape to [batch, tokens, dim]
+//
+// This is Hugging Face's own code (view(...).transpose(1, 2)), so a graph imported from a
+// checkpoint's model code or an ONNX export maps onto it one to one; both ops are pure data
+// movement (exact in the reference, no error term) with one general meaning each, where
+// SplitHeads/MergeHeads would fix one axis order and need new ops for the next layout. The
+// split result is an ordinary [batch, heads, tokens, head_dim] tensor, so the batched Gemm
+// consumes it directly (Q K^T is Gemm(q, k, GemmAttrs{TransB: true}) over batch axes [batch,
+// heads]). A planner that never materialises the transposed tensor recognises the pair with
+// HeadSplit / HeadMerge. SplitHeads and MergeHeads below are the builders of the two patterns.
+
+// Reshape adds a view of x with shape dims: the same elements in the same row-major order. The
+// element counts must match; every dimension must be positive (no -1 wildcard).
+func (g *Graph) Reshape(name string, x *Node, dims ...int) *Node {
+	n := &Node{Name: name, Op: OpReshape, Inputs: []*Node{x}, Shape: append(Shape(nil), dims...)}
+	if !g.checkOperands(OpReshape, name, x) {
+		n.bad = true
+		return g.add(n)
+	}
+	n.DType = x.DType
+	if !g.checkDims(OpReshape, name, dims) {
+		n.bad = true
+		return g.add(n)
+	}
+	if a, b := x.Shape.elements64(), n.Shape.elements64(); a != b {
+		g.errorf("reshape %q: %q %v has %d elements, shape %v has %d", name, x.Name, x.Shape, a, n.Shape, b)
+		n.bad = true
+	}
+	return g.add(n)
+}
+
+// Transpose adds the axis permutation of x: output axis i is input axis perm[i] (NumPy
+// transpose). perm must be a permutation of 0..rank-1.
+func (g *Graph) Transpose(name string, x *Node, perm ...int) *Node {
+	n := &Node{Name: name, Op: OpTranspose, Inputs: []*Node{x}, Perm: append([]int(nil), perm...)}
+	if !g.checkOperands(OpTranspose, name, x) {
+		n.bad = true
+		return g.add(n)
+	}
+	n.DType = x.DType
+	if len(perm) != len(x.Shape) {
+		g.errorf("transpose %q: perm %v has %d axes, %q %v has %d", name, perm, len(perm), x.Name, x.Shape, len(x.Shape))
+		n.bad = true
+		return g.add(n)
+	}
+	seen := make([]bool, len(perm))
+	n.Shape = make(Shape, len(perm))
+	for i, p := range perm {
+		if p < 0 || p >= len(perm) || seen[p] {
+			g.errorf("transpose %q: perm %v is not a permutation of 0..%d", name, perm, len(perm)-1)
+			n.bad = true
+			n.Shape = nil
+			return g.add(n)
+		}
+		seen[p] = true
+		n.Shape[i] = x.Shape[p]
+	}
+	return g.add(n)
+}
+
+// SplitHeads adds the head split of x [..., tokens, dim] into heads heads: the Reshape
+// name+".reshape" to [..., tokens, heads, dim/heads] and the Transpose name, [..., heads,
+// tokens, dim/heads], which it returns. heads must divide dim.
+func (g *Graph) SplitHeads(name string, x *Node, heads int) *Node {
+	if !g.checkOperands(OpReshape, name+".reshape", x) {
+		return g.add(&Node{Name: name, Op: OpTranspose, Inputs: []*Node{x}, bad: true})
+	}
+	if len(x.Shape) < 2 || heads <= 0 || x.Shape[len(x.Shape)-1]%heads != 0 {
+		g.errorf("transpose %q: cannot split %q %v into %d heads (need rank >= 2 and heads dividing the last axis)", name, x.Name, x.Shape, heads)
+		return g.add(&Node{Name: name, Op: OpTranspose, Inputs: []*Node{x}, DType: x.DType, bad: true})
+	}
+	r := len(x.Shape)
+	dims := append(append(Shape(nil), x.Shape[:r-1]...), heads, x.Shape[r-1]/heads)
+	v := g.Reshape(name+".reshape", x, dims...)
+	return g.Transpose(name, v, swapPerm(r+1, r-2, r-1)...)
+}
+
+// MergeHeads adds the inverse of SplitHeads on x [..., heads, tokens, head_dim]: the Transpose
+// name+".transpose" to [..., tokens, heads, head_dim] and the Reshape name, [..., tokens,
+// heads*head_dim], which it returns.
+func (g *Graph) MergeHeads(name string, x *Node) *Node {
+	if !g.checkOperands(OpTranspose, name+".transpose", x) {
+		return g.add(&Node{Name: name, Op: OpReshape, Inputs: []*Node{x}, bad: true})
+	}
+	r := len(x.Shape)
+	if r < 3 {
+		g.errorf("reshape %q: cannot merge the heads of %q %v (need rank >= 3: [..., heads, tokens, head_dim])", name, x.Name, x.Shape)
+		return g.add(&Node{Name: name, Op: OpReshape, Inputs: []*Node{x}, DType: x.DType, bad: true})
+	}
+	t := g.Transpose(name+".transpose", x, swapPerm(r, r-3, r-2)...)
+	dims := append(append(Shape(nil), x.Shape[:r-3]...), x.Shape[r-2], x.Shape[r-3]*x.Shape[r-1])
+	return g.Reshape(name, t, dims...)
+}
+
+// swapPerm is the identity permutation of rank axes with axes i and j exchanged.
+func swapPerm(rank, i, j int) []int {
+	p := make([]int, rank)
+	for k := range p {
+		p[k] = k
+	}
+	p[i], p[j] = p[j], p[i]
+	return p
+}
+
+// HeadSplit recognises a head split built by SplitHeads: n is a Transpose exchanging the two
+// axes before the last of a Reshape that splits the last axis of its input in two. It returns
+// the unsplit value ([..., tokens, dim]) and the head count.
+func (n *Node) HeadSplit() (x *Node, heads int, ok bool) {
+	if n.Op != OpTranspose || n.bad || len(n.Perm) < 3 {
+		return nil, 0, false
+	}
+	r := len(n.Perm)
+	if !slicesEqual(n.Perm, swapPerm(r, r-3, r-2)) {
+		return nil, 0, false
+	}
+	v := n.Inputs[0]
+	if v.Op != OpReshape || v.bad || len(v.Inputs[0].Shape) != r-1 {
+		return nil, 0, false
+	}
+	x = v.Inputs[0]
+	if !v.Shape[:r-2].Equal(x.Shape[:r-2]) || v.Shape[r-2]*v.Shape[r-1] != x.Shape[r-2] {
+		return nil, 0, false
+	}
+	return x, v.Shape[r-2], true
+}
+
+// HeadMerge recognises a head merge built by MergeHeads: n is a Reshape joining the last two axes
+// of a Transpose that exchanges the two axes before the last of a [..., heads, tokens, head_dim]
+// value. It returns that value.
+func (n *Node) HeadMerge() (x *Node, ok bool) {
+	if n.Op != OpReshape || n.bad {
+		return nil, false
+	}
+	t := n.Inputs[0]
+	r := len(t.Shape)
+	if t.Op != OpTranspose || t.bad || r < 3 || !slicesEqual(t.Perm, swapPerm(r, r-3, r-2)) || len(n.Shape) != r-1 {
+		return nil, false
+	}
+	if !n.Shape[:r-2].Equal(t.Shape[:r-2]) || n.Shape[r-2] != t.Shape[r-2]*t.Shape[r-1] {
+		return nil, false
+	}
+	return t.Inputs[0], true
+}
+
+func positiveFinite(f float64) bool { return f > 0 && !math.IsInf(f, 1) }
+
+func slicesEqual(a, b []int) bool { return Shape(a).Equal(Shape(b)) }
+
+// elements64 is Elements in int64, safe from overflow for any shape the builders accept.
+func (s Shape) elements64() int64 {
+	n := int64(1)
+	for _, d := range s {
+		n *= int64(d)
+	}
+	return n
 }
 
 // Output declares v a graph output under name (names of outputs are their own namespace).
@@ -581,6 +821,12 @@ func (n *Node) String() string {
 		fmt.Fprintf(&b, " acc=%v flops=%d", n.Acc, n.Flops())
 	case OpGelu:
 		fmt.Fprintf(&b, " approx=%v", n.Approx)
+	case OpLayerNorm:
+		fmt.Fprintf(&b, " eps=%g", n.Eps)
+	case OpSoftmax:
+		fmt.Fprintf(&b, " scale=%g", n.Scale)
+	case OpTranspose:
+		fmt.Fprintf(&b, " perm=%v", n.Perm)
 	}
 	return b.String()
 }
@@ -594,6 +840,8 @@ func (i Init) String() string {
 		return "uniform(fan-in)"
 	case InitZero:
 		return "zero"
+	case InitAroundOne:
+		return "uniform(1±fan-in)"
 	}
 	return fmt.Sprintf("init(%d)", uint8(i))
 }

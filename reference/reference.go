@@ -7,7 +7,9 @@
 // exact f16 x f16 products (they fit in f32) and f32 accumulation, then rounded to its output
 // type. The device's f16-accumulating AMP instead rounds its running partial to f16 after every
 // 16-deep inner group (docs/amp-and-pace.md); that difference is not simulated but bounded by the
-// tolerance model (see Tolerance).
+// tolerance model (see Tolerance). LayerNorm and Softmax are computed in f64 (LayerNorm64,
+// Softmax64) and rounded once, at their output; Reshape and Transpose move values exactly. The
+// device kernels' internal f16 roundings are likewise left to the tolerance model.
 package reference
 
 import (
@@ -138,11 +140,26 @@ func EvaluateDetailed(g *graph.Graph, inputs map[string][]float32, opts Options)
 		case graph.OpCast:
 			v = append([]float32(nil), vals[n.Inputs[0].ID]...)
 			round(n, v)
+		case graph.OpLayerNorm:
+			v = layerNorm(n, vals[n.Inputs[0].ID], vals[n.Inputs[1].ID], vals[n.Inputs[2].ID])
+			round(n, v)
+		case graph.OpSoftmax:
+			v = softmax(n, vals[n.Inputs[0].ID])
+			round(n, v)
+		case graph.OpReshape:
+			// Row-major order is unchanged: the same values.
+			v = append([]float32(nil), vals[n.Inputs[0].ID]...)
+		case graph.OpTranspose:
+			v = transpose(n, vals[n.Inputs[0].ID])
 		default:
 			return nil, fmt.Errorf("reference: %s %q: unsupported op", n.Op, n.Name)
 		}
 		vals[n.ID] = v
-		errm.node(n, v)
+		ins := make([][]float32, len(n.Inputs))
+		for i, in := range n.Inputs {
+			ins[i] = vals[in.ID]
+		}
+		errm.node(n, v, ins)
 		if !opts.KeepAll {
 			for _, in := range n.Inputs {
 				if last[in.ID] == n.ID && !isOut[in.ID] {
@@ -270,6 +287,84 @@ func suffix(s, t graph.Shape) bool {
 		return false
 	}
 	return s.Equal(t[len(t)-len(s):])
+}
+
+// rowBlock is the number of rows one task of layerNorm or softmax computes.
+const rowBlock = 16
+
+// layerNorm normalises the rows of x (the last axis) with LayerNorm64: statistics and output in
+// f64, so the reference's only error is the final rounding (to f32, then f16 with Device).
+func layerNorm(n *graph.Node, x, scale, bias []float32) []float32 {
+	w := n.Shape[len(n.Shape)-1]
+	rows := len(x) / w
+	out := make([]float32, len(x))
+	s64, b64 := to64(scale), to64(bias)
+	parallelFor(rows, rowBlock, func(from, to int) {
+		y, _, _ := LayerNorm64(to64(x[from*w:to*w]), s64, b64, to-from, w, n.Eps)
+		for i, f := range y {
+			out[from*w+i] = float32(f)
+		}
+	})
+	return out
+}
+
+// softmax is softmax(Scale*x) over the rows of x with Softmax64 (max-subtracted, in f64).
+func softmax(n *graph.Node, x []float32) []float32 {
+	w := n.Shape[len(n.Shape)-1]
+	rows := len(x) / w
+	out := make([]float32, len(x))
+	parallelFor(rows, rowBlock, func(from, to int) {
+		p := Softmax64(to64(x[from*w:to*w]), to-from, w, w, n.Scale)
+		for i, f := range p {
+			out[from*w+i] = float32(f)
+		}
+	})
+	return out
+}
+
+func to64(v []float32) []float64 {
+	r := make([]float64, len(v))
+	for i, f := range v {
+		r[i] = float64(f)
+	}
+	return r
+}
+
+// transpose permutes the axes of x: output axis i is input axis Perm[i]. The innermost output
+// axis is walked with the input stride of its source axis.
+func transpose(n *graph.Node, x []float32) []float32 {
+	in := n.Inputs[0].Shape
+	r := len(in)
+	out := make([]float32, len(x))
+	if r == 0 || len(x) == 0 {
+		copy(out, x)
+		return out
+	}
+	stride := make([]int, r) // row-major strides of the input
+	s := 1
+	for i := r - 1; i >= 0; i-- {
+		stride[i] = s
+		s *= in[i]
+	}
+	inner := n.Shape[r-1]
+	innerStride := stride[n.Perm[r-1]]
+	outer := len(x) / inner
+	parallelFor(outer, 1<<12, func(from, to int) {
+		for o := from; o < to; o++ {
+			// Unravel the outer index over output axes 0..r-2 into an input offset.
+			off, rem := 0, o
+			for i := r - 2; i >= 0; i-- {
+				d := n.Shape[i]
+				off += (rem % d) * stride[n.Perm[i]]
+				rem /= d
+			}
+			row := out[o*inner : (o+1)*inner]
+			for j := range row {
+				row[j] = x[off+j*innerStride]
+			}
+		}
+	})
+	return out
 }
 
 // Gelu is the activation in f64: the tanh form 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) or the
