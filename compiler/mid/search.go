@@ -446,6 +446,13 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 			if len(loops) > opt.Finalists {
 				loops = loops[:opt.Finalists]
 			}
+			// Beside unrolled finalists, only loops the planner costs
+			// cheaper are worth lowering (a loop's shared grids rarely
+			// beat per-GEMM ones; lowering and reranking each costs
+			// build time).
+			if len(beam) > 0 {
+				loops = slices.DeleteFunc(loops, func(l *state) bool { return l.cycles >= beam[0].cycles })
+			}
 			beam = append(beam, loops...)
 			stats = append(stats, lstats...)
 		} else if len(beam) == 0 {
