@@ -290,7 +290,7 @@ func logPlan(log *slog.Logger, pl *low.Plan) {
 			attrs = append(attrs, g.Node.Name, fmt.Sprintf("rows=%d cols=%d k=%d tiles=%d block r=%d c=%d k=%d",
 				g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(), g.Rows.Block, g.Cols.Block, g.Inner.Block))
 		}
-		attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "blocks_looped", pl.Mid.Repeat(), "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
+		attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "block_loop", pl.Choice().Loop, "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
 			"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
 			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
 		log.Info("mid plan", attrs...)

@@ -470,8 +470,8 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 			p.Gemms[i].Kernel = kernels.GemmF16For(opt.Conservative)
 		}
 		res.Finalists = append(res.Finalists, p)
-		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d chunks=%d blocks_looped=%d %s",
-			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, p.Chunks, p.Repeat(), gridSummary(p))
+		opt.Logf("construct_mid: costed planning finalist rank=%d mid_cycles=%d efficiency=%.2f%% peak_bytes=%d chunks=%d period=%d %s",
+			i, p.Cycles, 100*p.Efficiency(), p.PeakBytes, p.Chunks, p.Period, gridSummary(p))
 	}
 	return res, nil
 }
