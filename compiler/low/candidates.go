@@ -25,8 +25,9 @@ type Choice struct {
 	// each GEMM's grid in graph order (Q is then its row chunks, zero for
 	// none; R, C and the rest are zero).
 	Mid []GemmGrid `json:"mid,omitempty"`
-	// Loop, when above 1, makes the mid plan a runtime loop over that
-	// many blocks (mid.Plan.Period): Mid then lists one block's grids.
+	// Loop, when not zero, makes the mid plan a runtime loop over that
+	// many blocks (mid.Plan.Loop; 1: a chain in row chunks looped over
+	// its one block): Mid then lists one block's grids.
 	Loop int `json:"loop,omitempty"`
 }
 
@@ -49,7 +50,7 @@ func (c Choice) String() string {
 		if c.Q > 1 {
 			s += fmt.Sprintf(" q=%d", c.Q)
 		}
-		if c.Loop > 1 {
+		if c.Loop > 0 {
 			s += fmt.Sprintf(" loop=%d", c.Loop)
 		}
 		return s
@@ -59,8 +60,7 @@ func (c Choice) String() string {
 
 // Equal reports whether two choices name the same plan.
 func (c Choice) Equal(o Choice) bool {
-	return c.R == o.R && c.C == o.C && c.Q == o.Q && c.Stream == o.Stream && c.ColMajor == o.ColMajor && slices.Equal(c.Mid, o.Mid) &&
-		max(c.Loop, 1) == max(o.Loop, 1)
+	return c.R == o.R && c.C == o.C && c.Q == o.Q && c.Stream == o.Stream && c.ColMajor == o.ColMajor && slices.Equal(c.Mid, o.Mid) && c.Loop == o.Loop
 }
 
 // Candidate is one feasible plan shape and its cost-model estimate.
@@ -86,9 +86,7 @@ func (pl *Plan) Choice() Choice {
 		if pl.Mid.Chunks > 1 {
 			ch.Q = pl.Mid.Chunks
 		}
-		if pl.Mid.Period > 0 {
-			ch.Loop = pl.Mid.Repeat()
-		}
+		ch.Loop = pl.Mid.Loop()
 		return ch
 	}
 	c := Candidate{Grid: pl.Grid}

@@ -116,7 +116,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	// written where the body's last GEMM leaves its result.
 	gs := mp.Body()
 	N := mp.Repeat()
-	looped := N > 1
+	looped := mp.Period > 0
 	steps := make([]map[string]int, T) // per tile: bytes of one block's panel in W<o> and B<o>
 	// Row chunks: the run call's timed part is one chunk's, looped Q
 	// times; X0 (each first-GEMM cell's input piece of every chunk) and

@@ -292,7 +292,7 @@ func TestRebuild(t *testing.T) {
 		for _, gp := range p.Body() {
 			grids = append(grids, gp.Grid())
 		}
-		q, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1, p.Repeat())
+		q, err := Rebuild(g, ipu21.IPU21(), 64, grids, 1, p.Loop())
 		if err != nil {
 			t.Fatalf("finalist %d: %v", i, err)
 		}
@@ -307,7 +307,7 @@ func TestRebuild(t *testing.T) {
 		{{8, 8, 8, false}, {8, 8, 8, false}, {8, 8, 8, false}, {8, 8, 8, false}},    // more cells than tiles
 		{{1, 1, 1, true}, {1, 1, 1, false}, {1, 1, 1, false}, {1, 1, 1, false}},     // streamed, unrolled
 	} {
-		if _, err := Rebuild(g, ipu21.IPU21(), 64, bad, 1, 1); err == nil {
+		if _, err := Rebuild(g, ipu21.IPU21(), 64, bad, 1, 0); err == nil {
 			t.Errorf("grids %v: no error", bad)
 		}
 	}

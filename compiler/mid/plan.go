@@ -289,6 +289,16 @@ func (p *Plan) Repeat() int {
 	return 1
 }
 
+// Loop is how many blocks the plan loops over: Repeat() for a looped
+// plan (1 for a chain looped over its one block in row chunks), 0 when
+// it is not looped (what Rebuild takes).
+func (p *Plan) Loop() int {
+	if p.Period > 0 {
+		return p.Repeat()
+	}
+	return 0
+}
+
 // Body is the GEMMs whose stages the plan holds: one block's of a looped
 // plan, else all.
 func (p *Plan) Body() []*GemmPlan {

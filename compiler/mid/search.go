@@ -1,6 +1,7 @@
 package mid
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -415,9 +416,10 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	res := &Result{Budget: budget}
 	finalists := opt.Finalists
 	beam, stats, err := beamSearch(ops, opt, m, budget, region1, 1)
+	unrolledErr := err
 	if err != nil {
 		var cerr error
-		beam, stats, cerr = chunkSearch(ops, func(ops []gemmOp) ([]*state, []GemmStats, error) {
+		beam, stats, cerr = chunkSearch(ops, true, func(ops []gemmOp) ([]*state, []GemmStats, error) {
 			return beamSearch(ops, opt, m, budget, region1, 1)
 		})
 		if cerr != nil {
@@ -434,11 +436,23 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	// finalists join the unrolled ones (the unrolled chain's phases and
 	// code grow with the blocks and may not fit the tile runtime's
 	// tables; the lowering's rerank decides).
-	if P := period(ops); P > 0 {
-		loops, lstats, lerr := loopSearch(ops, P, opt, m, budget, region1)
+	P, inPlace := period(ops), false
+	if P == 0 && unrolledErr != nil && ops[0].k == ops[len(ops)-1].n {
+		// A chain that needs row chunks, planned as a loop over its one
+		// block, keeps each chunk's input and then its result in one
+		// slot (the chunked chain keeps both, apart).
+		P, inPlace = len(ops), true
+	}
+	if P > 0 {
+		var loops []*state
+		var lstats []GemmStats
+		lerr := errors.New("in place")
+		if !inPlace {
+			loops, lstats, lerr = loopSearch(ops, P, opt, m, budget, region1)
+		}
 		if lerr != nil {
 			// The loop in row chunks: each chunk runs every block.
-			loops, lstats, lerr = chunkSearch(ops, func(ops []gemmOp) ([]*state, []GemmStats, error) {
+			loops, lstats, lerr = chunkSearch(ops, !inPlace, func(ops []gemmOp) ([]*state, []GemmStats, error) {
 				return loopSearch(ops, P, opt, m, budget, region1)
 			})
 		}
@@ -450,11 +464,13 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 			// cheaper are worth lowering (a loop's shared grids rarely
 			// beat per-GEMM ones; lowering and reranking each costs
 			// build time).
-			if len(beam) > 0 {
+			if unrolledErr == nil {
 				loops = slices.DeleteFunc(loops, func(l *state) bool { return l.cycles >= beam[0].cycles })
 			}
 			beam = append(beam, loops...)
 			stats = append(stats, lstats...)
+		} else if len(beam) == 0 && inPlace {
+			err = fmt.Errorf("%w; in row chunks with each chunk's input and result in one slot: %v", err, lerr)
 		} else if len(beam) == 0 {
 			err = fmt.Errorf("%w; as a runtime loop over %d blocks: %v", err, len(ops)/P, lerr)
 		}
@@ -488,15 +504,20 @@ func sortStates(states []*state) {
 
 // chunkSearch plans the chain in row chunks with search (see Search): of
 // each chunking tried, its cheapest and its smallest plan, cheapest first.
-func chunkSearch(ops []gemmOp, search func([]gemmOp) ([]*state, []GemmStats, error)) ([]*state, []GemmStats, error) {
+// probe: first try one-row chunks, and give up when they do not fit
+// (right when chunks shrink the working set only; a loop's slots of every
+// chunk's rows need the grid rows that one-row chunks do not have).
+func chunkSearch(ops []gemmOp, probe bool, search func([]gemmOp) ([]*state, []GemmStats, error)) ([]*state, []GemmStats, error) {
 	rows := ops[0].m
+	if rows < 2 {
+		return nil, nil, fmt.Errorf("mid: one row cannot be chunked")
+	}
 	// Chunks shrink the working set only: when one-row chunks do not
 	// fit either (the weights alone do not), no chunking does.
-	if _, _, err := search(chunked(ops, 1, rows)); err != nil || rows < 2 {
-		if err == nil {
-			err = fmt.Errorf("mid: one row cannot be chunked")
+	if probe {
+		if _, _, err := search(chunked(ops, 1, rows)); err != nil {
+			return nil, nil, err
 		}
-		return nil, nil, err
 	}
 	var beam []*state
 	var stats []GemmStats
@@ -568,7 +589,13 @@ func period(ops []gemmOp) int {
 // first.
 func loopSearch(ops []gemmOp, P int, opt Options, m *models, budget, region1 int) ([]*state, []GemmStats, error) {
 	blocks := len(ops) / P
-	beam, stats, err := beamSearch(ops[:P], opt, m, budget, region1, blocks)
+	// The body's last result is not unpacked: it stays where the next
+	// block reads it, and the host reads the output from there.
+	body := slices.Clone(ops[:P])
+	for i := range body {
+		body[i].output = false
+	}
+	beam, stats, err := beamSearch(body, opt, m, budget, region1, blocks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -621,7 +648,9 @@ func loopState(m *models, ops []gemmOp, P int, body []*GemmPlan, tiles int, deta
 		for o, g := range body {
 			op := ops[b*P+o]
 			c := *g
-			c.Node, c.Left, c.Right, c.Bias, c.Epilogue, c.Out, c.Output = op.node, op.left, op.right, op.bias, op.epilogue, op.out, op.output
+			// Output stays false: a loop's result is not unpacked (it is
+			// read where the blocks leave it, in AMP output order).
+			c.Node, c.Left, c.Right, c.Bias, c.Epilogue, c.Out = op.node, op.left, op.right, op.bias, op.epilogue, op.out
 			all = append(all, &c)
 		}
 	}
@@ -898,8 +927,8 @@ func layoutFormat(l *layout, v *graph.Node, realCols int, mem MemClass) *Format 
 // do not match the graph's GEMMs or a grid is not one the search could
 // have produced (a tiling with fewer non-empty blocks than asked, too many
 // tiles, kernel limits). chunks is the plan's row chunks (0 or 1: none);
-// blocks > 1 rebuilds a runtime loop over that many blocks, grids then
-// being one block's.
+// blocks > 0 rebuilds a runtime loop over that many blocks (Plan.Loop),
+// grids then being one block's.
 func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids []Grid, chunks, blocks int) (*Plan, error) {
 	opt := Options{Tiles: tiles}
 	opt.defaults(t)
@@ -916,6 +945,9 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids []Grid, chunks, b
 		ops = chunked(ops, rc, chunks)
 	}
 	want := len(ops)
+	if blocks == 1 && (chunks <= 1 || ops[0].k != ops[len(ops)-1].n) {
+		return nil, fmt.Errorf("mid: a loop over one block: only in row chunks of a chain whose result has its input's columns")
+	}
 	if blocks > 1 {
 		if period(ops) == 0 || len(ops)%blocks != 0 || len(ops)/blocks != len(grids) || (len(ops)/blocks)%period(ops) != 0 {
 			return nil, fmt.Errorf("mid: a loop over %d blocks of %d GEMMs: not a loop the search produces for this graph's %d GEMMs", blocks, len(grids), len(ops))
@@ -941,7 +973,7 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids []Grid, chunks, b
 		}
 		s = s.extend(found, evalGemm(m, found, s.out, s.held, opt.Tiles, false), 1)
 	}
-	if blocks > 1 {
+	if blocks > 0 {
 		s = loopState(m, ops, len(grids), s.gemms, opt.Tiles, false)
 	}
 	return materialize(g, t, m, opt.Tiles, s), nil
