@@ -326,8 +326,8 @@ func TestMLPBlockLoopWeights(t *testing.T) {
 // Eight blocks of the SigLIP MLP on 1472 tiles: their weights (8 x 19.8
 // MB) fit the chip only streamed, block by block. The removed v0 family
 // planned that (a 20 x 72 grid, 2 row chunks, streamed weights in
-// column-major tiles: 2,685,895 cycles, PASS); the mid planner has no
-// streamed weights and finds no plan.
+// column-major tiles: 2,685,895 cycles, PASS, 250 s wall); the mid
+// planner has no streamed weights and finds no plan.
 func TestMLPStreamedWeights(t *testing.T) {
 	t.Skip("needs mid streamed weights: mid: gemm \"block2.fc2\": no plan fits the memory budget of 571840 bytes per tile and 10 exchange phases; as a runtime loop over 8 blocks: mid: gemm \"block0.fc2\": no plan fits the memory budget of 571840 bytes per tile and 10 exchange phases")
 	if testing.Short() {
@@ -367,9 +367,9 @@ func TestSiglipFullChip(t *testing.T) {
 	}
 }
 
-// TestSiglipFullSizeFits runs the full-size SigLIP MLP where it needs row
-// chunks (368 and 64 tiles, batch 2) and streamed weights (two blocks with
-// biases) (about 35 s on a 2-core machine; skipped with -short).
+// TestSiglipFullSizeFits runs the full-size SigLIP MLP on fewer tiles (368,
+// and 64, where it needs row chunks), with batch 2 and with two blocks and
+// biases (about 35 s on a 2-core machine; skipped with -short).
 func TestSiglipFullSizeFits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full-size SigLIP MLP runs")

@@ -182,15 +182,6 @@ func provenance(pl *low.Plan, steps []emit.TimedStep) []stepProv {
 	return out
 }
 
-func argBuf(op *low.Op, reg string) string {
-	for _, a := range op.Args {
-		if a.Reg == reg {
-			return a.Ref.Buf
-		}
-	}
-	return ""
-}
-
 // memoryMap is tile l's memory map: code, host window, exchange rows,
 // runtime state, the placed buffers by kind and the free ranges of the
 // data regions.
