@@ -505,8 +505,9 @@ func (v *validator) layout(where string, b Binding, size uint64) {
 			continue
 		}
 		// Columns pad to 16 (row-major blocks may sit in padded columns
-		// too). Rows past the matrix are padding rows (a v0 MLP's last
-		// row chunk), bounded by the packed bytes like any block.
+		// too). Rows past the matrix are padding rows (the last row
+		// chunk of a plan in chunks), bounded by the packed bytes like any
+		// block.
 		if uint64(blk.ColHi) > padCols {
 			v.ps.add("%s: reaches past the padded %d columns (real %d x %d)", bw, padCols, rows, cols)
 		}

@@ -119,7 +119,7 @@ func roundTrip(t *testing.T, b *ipuexe.Binding, x []uint16) {
 }
 
 // Every order, shapes that are and are not multiples of 16, uneven blocks,
-// and a replica (a block repeated at the end: b2 of the v0 MLP on every
+// and a replica (a block repeated at the end, as a bias held by every
 // column block) pack as the definitions say and read back unchanged.
 func TestPackOrders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -136,7 +136,8 @@ func TestPackOrders(t *testing.T) {
 			roundTrip(t, b, x)
 		}
 	}
-	// Padding rows past the matrix (a v0 MLP's last row chunk): a block
+	// Padding rows past the matrix (the last row chunk of a plan in
+	// chunks): a block
 	// reaching past the last row, and one of padding only.
 	b := tiled(20, 40, 1, 1, ipuexe.AMPLeft)
 	b.Layout[0].RowHi = 24

@@ -89,9 +89,8 @@ func newBuildCmd() *cobra.Command {
 		Short: "compile a workload into an application package",
 		Long: `build compiles a workload preset into an application package for N tiles and
 writes it: the costed planner (compiler/mid) proposes finalists, each is lowered
-to per-tile work lists and reranked on its scheduled exchanges (the fixed v0
-family of compiler/low only when the planner has no plan or only row-chunked
-ones). Each stage is logged with its busy time.`,
+to per-tile work lists (compiler/low) and reranked on its scheduled exchanges.
+Each stage is logged with its busy time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {

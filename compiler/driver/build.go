@@ -39,11 +39,10 @@ type Recipe struct {
 	Workload string      `json:"workload"`
 	Flags    graph.Flags `json:"flags"`
 	Tiles    int         `json:"tiles"`
-	// Plan is the plan the compiler chose, a mid plan or a v0 candidate
-	// (the finalist rerank schedules exchanges, which Prepare does not):
-	// Compile records it in the package's recipe, and Prepare and Compile
-	// then plan exactly it.
-	// Nil lets the compiler choose.
+	// Plan is the compiler/mid plan the compiler chose (the finalist
+	// rerank schedules exchanges, which Prepare does not): Compile
+	// records it in the package's recipe, and Prepare and Compile then
+	// plan exactly it. Nil lets the compiler choose.
 	Plan *low.Choice `json:"plan,omitempty"`
 	// Finalists are the rerank's lines (rank, estimate, costed cycles),
 	// kept for the profile's plan summary.
@@ -78,14 +77,9 @@ type Config struct {
 	Logger *slog.Logger
 	// CompilerVersion is recorded in the package.
 	CompilerVersion string
-	// Force overrides the planner's choices (tests: ForceR, ForceC,
-	// ForceQ, ForceStream; Tiles and Fits are the recipe's and ignored
-	// here). A package built with it cannot be run from its recipe alone:
-	// pass the Result's graph and plan to Run.
-	Force low.Options
-	// Finalists is how many of the best-estimated v0 candidates are
-	// placed, have their exchange phases scheduled and are reranked by
-	// their costed cycles (0: low.DefaultFinalists).
+	// Finalists is how many of the planner's best-estimated plans are
+	// lowered, placed, have their exchange phases scheduled and are
+	// reranked by their costed cycles (0: low.DefaultFinalists).
 	Finalists int
 	// ExportExchange, when set, is a directory that receives each exchange
 	// phase's transfers as a JSON snapshot (exchange.ExportPhases), for
@@ -127,7 +121,7 @@ func (r Recipe) Validate() error {
 // Prepare builds the graph and the plan of a recipe (cheap: no code):
 // the recipe's recorded plan, or else the best-estimated candidate.
 func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
-	g, plans, err := candidatePlans(r, low.Options{}, 1, nil)
+	g, plans, err := candidatePlans(r, 1, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,19 +131,21 @@ func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
 	return g, plans[0], nil
 }
 
-// candidatePlans builds the graph of a recipe and its candidate plans,
-// ordered by estimate: the lowered finalists of the compiler/mid planner,
-// and, only when it has none or only row-chunked ones, up to n
-// best-estimated candidates of the v0 family. A recipe that records its plan gets exactly that one; forced v0
-// choices (tests) get v0 plans only.
-// mid lines (each GEMM's candidate count and time, each finalist, a
-// finalist that does not lower) go to log when it is not nil.
-func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*graph.Graph, []*low.Plan, error) {
-	g, p, opts, err := problem(r, force)
+// candidatePlans builds the graph of a recipe and its candidate plans:
+// the compiler/mid planner's finalists (at most n), lowered, optimised by
+// the low passes and ordered by estimate. A recipe that records its plan
+// gets exactly that one. mid lines (each GEMM's candidate count and time,
+// each finalist, a finalist that does not lower) go to log when it is not
+// nil.
+func candidatePlans(r Recipe, n int, log *slog.Logger) (*graph.Graph, []*low.Plan, error) {
+	g, p, opts, err := problem(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c := r.Plan; c != nil && c.Mid != nil {
+	if c := r.Plan; c != nil {
+		if err := c.Check(); err != nil {
+			return nil, nil, err
+		}
 		grids := make([]mid.Grid, len(c.Mid))
 		for i, gg := range c.Mid {
 			grids[i] = mid.Grid{Rows: gg.Rows, Cols: gg.Cols, Inner: gg.Inner, Streamed: gg.Streamed}
@@ -165,39 +161,11 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 		low.Optimize(pl) // as every searched plan: the recorded plan is the one Compile chose, passes included
 		return g, []*low.Plan{pl}, nil
 	}
-	forced := force.ForceR != 0 || force.ForceC != 0 || force.ForceQ != 0 || force.ForceStream || force.ForceColMajor
-	var (
-		v0     []low.Candidate
-		v0Err  error
-		mids   []*low.Plan
-		midErr error
-	)
-	// The mid planner is the planner. The fixed v0 family is only built
-	// when it finds no plan, or only plans in row chunks (a regime where
-	// v0's flat in-place activations sometimes still win: both then go
-	// to the rerank), and for a forced or recorded v0 choice.
-	if r.Plan == nil && !forced {
-		mids, midErr = midPlans(g, p, opts, n, log)
+	plans, err := midPlans(g, p, opts, n, log)
+	if err != nil {
+		name, _ := graph.WorkloadName(r.Workload, r.Flags)
+		return nil, nil, fmt.Errorf("compiler: %s on %d tiles: %w", name, r.Tiles, err)
 	}
-	if len(mids) == 0 || mids[0].Mid.Chunks > 1 {
-		v0, v0Err = low.Candidates(p, opts, n)
-		if v0Err == nil && log != nil && r.Plan == nil && !forced {
-			if len(mids) == 0 {
-				log.Info("v0 fallback: the mid planner has no plan", "err", midErr)
-			} else {
-				log.Info("v0 candidates beside the mid planner's row-chunked plans")
-			}
-		}
-	}
-	if v0Err != nil && len(mids) == 0 {
-		if midErr != nil {
-			return nil, nil, fmt.Errorf("%w; the mid planner: %v", v0Err, midErr)
-		}
-		return nil, nil, v0Err
-	}
-	plans := make([]*low.Plan, len(v0))
-	parallelDo(len(v0), func(i int) { plans[i] = low.Build(p, opts, v0[i]) })
-	plans = append(plans, mids...)
 	// The low passes, on every plan alike (Prepare must regenerate the
 	// plan Compile chose, passes included).
 	parallelDo(len(plans), func(i int) { low.Optimize(plans[i]) })
@@ -205,8 +173,11 @@ func candidatePlans(r Recipe, force low.Options, n int, log *slog.Logger) (*grap
 	return g, plans, nil
 }
 
-// midPlans runs the compiler/mid planner and lowers its finalists; a
-// graph it does not handle (biases) gives no plans and a logged reason.
+// midPlans runs the compiler/mid planner and lowers its finalists. It
+// fails when the planner does not take the graph (mid.Search checks it is
+// a chain of GEMMs with fused biases and GELUs), finds no plan that fits,
+// or none of its finalists lowers (the lowering's memory and code checks
+// are exact, the planner's are estimates).
 func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog.Logger) ([]*low.Plan, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -220,8 +191,13 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	}
 	res, err := mid.Search(g, ipu21.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative, MaxPhases: maxPhases})
 	if err != nil {
-		log.Info("mid planner not applicable", "err", err)
-		return nil, err
+		// The planner's reasons for finding no plan all say what does
+		// not fit ("no candidate fits", "no plan fits", ...); any other
+		// is its check of the graph.
+		if strings.Contains(err.Error(), "fit") {
+			return nil, fmt.Errorf("does not fit: %w", err)
+		}
+		return nil, fmt.Errorf("not supported yet (the planner, compiler/mid, takes a chain of GEMMs x[m][k] x w[k][n], each with an optional bias [n] and tanh GELU fused after it): %w", err)
 	}
 	for _, st := range res.Stats {
 		log.Info("construct_mid gemm candidates", "gemm", st.Name, "candidates", st.Candidates, "evaluated", st.Tried,
@@ -231,6 +207,7 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	errs := make([]error, len(res.Finalists))
 	parallelDo(len(plans), func(i int) { plans[i], errs[i] = low.FromMid(p, res.Finalists[i], opts) })
 	var out []*low.Plan
+	var first error
 	for i, mp := range res.Finalists {
 		ch := "mid"
 		for _, gp := range mp.Body() {
@@ -244,20 +221,26 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 		}
 		if errs[i] != nil {
 			log.Info("mid finalist not lowered", "rank", i+1, "mid_cycles", mp.Cycles, "plan", ch, "err", errs[i])
+			if first == nil {
+				first = fmt.Errorf("finalist %d of %d (%s): %w", i+1, len(res.Finalists), ch, errs[i])
+			}
 			continue
 		}
 		log.Info("mid finalist lowered", "rank", i+1, "mid_cycles", mp.Cycles, "estimated_cycles", plans[i].Estimate.Total,
 			"plan", ch, "peak_bytes", mp.PeakBytes)
 		out = append(out, plans[i])
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("does not fit: no finalist of the planner lowers: %w", first)
+	}
 	return out, nil
 }
 
-// problem builds the graph of a recipe, recognises its problem and returns
-// the planner options (force, with the recipe's tiles, the memory check
-// and, when the recipe records a plan, that plan only).
-func problem(r Recipe, force low.Options) (*graph.Graph, *low.Problem, low.Options, error) {
-	opts := force
+// problem builds the graph of a recipe, names its input and output
+// (low.Problem) and returns the lowering options (the recipe's tiles and
+// assumptions, the memory check, the runtime's exchange rows).
+func problem(r Recipe) (*graph.Graph, *low.Problem, low.Options, error) {
+	var opts low.Options
 	if err := r.Validate(); err != nil {
 		return nil, nil, opts, err
 	}
@@ -265,48 +248,28 @@ func problem(r Recipe, force low.Options) (*graph.Graph, *low.Problem, low.Optio
 	if err != nil {
 		return nil, nil, opts, err
 	}
-	p, err := low.Recognize(g)
+	p, err := low.NewProblem(g)
 	if err != nil {
 		return nil, nil, opts, err
 	}
 	opts.Tiles, opts.Fits, opts.MaxPhases = r.Tiles, place.Fits, place.MaxRowPhases
 	opts.Conservative = r.Conservative()
-	if c := r.Plan; c != nil {
-		// Enumerate as the forced build did, then keep the recorded one.
-		opts.ForceR, opts.ForceC, opts.ForceQ = c.R, c.C, c.Q
-		opts.ForceStream, opts.ForceColMajor = c.Stream, c.ColMajor
-		cc := *c
-		opts.Only = &cc
-	}
 	return g, p, opts, nil
 }
 
-// logPlan logs the "v0 plan" or "mid plan" line of a plan.
+// logPlan logs the "mid plan" line of a plan: each GEMM's grid and block,
+// the row chunks, the blocks looped and the estimate.
 func logPlan(log *slog.Logger, pl *low.Plan) {
-	p, gr := pl.Problem, &pl.Grid
-	if pl.Mid != nil {
-		attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "plan", pl.Choice().String()}
-		for _, g := range pl.Mid.Body() {
-			attrs = append(attrs, g.Node.Name, fmt.Sprintf("rows=%d cols=%d k=%d tiles=%d block r=%d c=%d k=%d",
-				g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(), g.Rows.Block, g.Cols.Block, g.Inner.Block))
-		}
-		attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "block_loop", pl.Choice().Loop, "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
-			"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
-			"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
-		log.Info("mid plan", attrs...)
-		return
+	p := pl.Problem
+	attrs := []any{"m", p.M, "k", p.K, "n", p.N, "plan", pl.Choice().String()}
+	for _, g := range pl.Mid.Body() {
+		attrs = append(attrs, g.Node.Name, fmt.Sprintf("rows=%d cols=%d k=%d tiles=%d block r=%d c=%d k=%d",
+			g.Rows.Count, g.Cols.Count, g.Inner.Count, g.ActiveTiles(), g.Rows.Block, g.Cols.Block, g.Inner.Block))
 	}
-	attrs := []any{"kind", p.Kind, "m", p.M, "k", p.K, "n", p.N, "grid_rows", gr.R, "grid_cols", gr.C,
-		"active_tiles", gr.R * gr.C, "rows_per_tile", gr.Rows(0), "cols_per_tile", gr.Cols(0)}
-	if p.Kind == low.KindMLP {
-		// The fit choices: row chunks per tile (each chunk's panel
-		// gathered through the exchange), streamed or resident weights.
-		attrs = append(attrs, "blocks", len(p.Blocks), "biases", p.Biases, "row_chunks", gr.Q,
-			"chunk_rows", gr.ChunkRows(0), "streamed_weights", gr.Stream, "column_major_tiles", gr.ColMajor)
-	}
-	attrs = append(attrs, "estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
+	attrs = append(attrs, "row_chunks", max(pl.Mid.Chunks, 1), "block_loop", pl.Choice().Loop, "active_tiles", pl.Mid.ActiveTiles, "mid_cycles", pl.Mid.Cycles,
+		"estimated_cycles", pl.Estimate.Total, "gemm_cycles", pl.Estimate.Gemm, "exchange_cycles", pl.Estimate.Exchange,
 		"reduce_cycles", pl.Estimate.Reduce, "copy_cycles", pl.Estimate.Copy, "elementwise_cycles", pl.Estimate.Elementwise)
-	log.Info("v0 plan", attrs...)
+	log.Info("mid plan", attrs...)
 }
 
 // Compile runs the stages.
@@ -335,7 +298,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			if n <= 0 {
 				n = low.DefaultFinalists
 			}
-			g, plans, err := candidatePlans(cfg.Recipe, cfg.Force, n, log)
+			g, plans, err := candidatePlans(cfg.Recipe, n, log)
 			if err != nil {
 				return err
 			}
@@ -472,7 +435,7 @@ func RecipeOf(pkg *ipuexe.Package) (Recipe, error) {
 	return r, nil
 }
 
-// finalist is one reranked v0 candidate: its plan, placement, provisional
+// finalist is one reranked plan: its plan, placement, provisional
 // exchange schedules and costed estimate.
 type finalist struct {
 	rank   int // 1-based, by estimate

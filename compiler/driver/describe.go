@@ -3,7 +3,6 @@ package driver
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/ipustack/ipustack/compiler/emit"
 	"github.com/ipustack/ipustack/compiler/exchange"
@@ -12,7 +11,6 @@ import (
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/kernels"
 )
 
 // describe records into pkg what a run needs besides the images and the
@@ -79,7 +77,7 @@ func describe(pkg *ipuexe.Package, pl *low.Plan, addrs []emit.Addresses, scheds 
 		if len(tp.Samples) != len(steps)+1 {
 			return fmt.Errorf("BUG: describe: tile %d has %d samples for %d steps", tp.Tile, len(tp.Samples), len(steps))
 		}
-		prov := provenance(pl, t, steps)
+		prov := provenance(pl, steps)
 		for k, st := range steps {
 			d := ipuexe.StepDetail{Kernel: st.Kernel, Phase: int32(st.Phase), Operation: prov[k].op, Value: prov[k].value, Reason: prov[k].reason}
 			idx, ok := details[d]
@@ -98,7 +96,7 @@ func describe(pkg *ipuexe.Package, pl *low.Plan, addrs []emit.Addresses, scheds 
 	}{{pl.Inputs, pkg.Inputs}, {pl.Weights, pkg.Weights}, {pl.Outputs, pkg.Outputs}} {
 		for i := range list.from {
 			var err error
-			if list.to[i].Layout, err = layoutOf(pl, &list.from[i]); err != nil {
+			if list.to[i].Layout, err = layoutOf(&list.from[i]); err != nil {
 				return err
 			}
 		}
@@ -163,130 +161,25 @@ func phaseWindows(s *exchange.Schedule, pl *low.Plan, horizon uint64) []ipuexe.P
 type stepProv struct{ op, value, reason string }
 
 // provenance names the graph operation, value and reason of each step of
-// an MLP tile (the op sequence of low's chunkOps and streamOps); other
-// problems get the output node as operation.
-func provenance(pl *low.Plan, t *low.TileProgram, steps []emit.TimedStep) []stepProv {
+// a tile (the provenance the lowering gives every op: low.Op.Node, Why).
+func provenance(pl *low.Plan, steps []emit.TimedStep) []stepProv {
 	out := make([]stepProv, len(steps))
-	p, g := pl.Problem, &pl.Grid
-	if pl.Mid != nil {
-		// Plans lowered from compiler/mid carry their provenance.
-		for k, st := range steps {
-			switch op := st.Op; {
-			case op == nil:
-			case op.Kind == low.OpSample:
-				out[k] = stepProv{reason: "end of run: sync 2 (the last workers done), then the run.end sample"}
-			case op.Kind == low.OpExchange:
-				name := ""
-				if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
-					name = pl.Exchanges[op.Phase].Name
-				}
-				out[k] = stepProv{op.Node, op.Node, "exchange phase " + name + ": " + op.Why}
-			default:
-				out[k] = stepProv{op.Node, op.Node, op.Why}
-			}
-		}
-		return out
-	}
-	if p.Kind != low.KindMLP {
-		for k, st := range steps {
-			if st.Kind == "compute" || st.Kind == "exchange" {
-				out[k] = stepProv{op: p.Output, value: p.Output, reason: st.Name}
-			}
-		}
-		return out
-	}
-	node := func(b int, suffix string) string {
-		if b < len(p.Blocks) {
-			return strings.TrimSuffix(p.Blocks[b].W1, "fc1.weight") + suffix
-		}
-		return fmt.Sprintf("block%d.%s", b, suffix)
-	}
-	q := max(1, g.Q)
-	chunks := 0 // chunk starts seen
-	where := fmt.Sprintf("tile (%d,%d)", t.Row, t.Col)
 	for k, st := range steps {
-		op := st.Op
-		blk := max(0, chunks-1) / q
-		chunk := max(0, chunks-1) % q
-		at := fmt.Sprintf("%s chunk %d", where, chunk)
-		switch {
+		switch op := st.Op; {
 		case op == nil:
 		case op.Kind == low.OpSample:
 			out[k] = stepProv{reason: "end of run: sync 2 (the last workers done), then the run.end sample"}
-		case op.Kind == low.OpLoop:
-			out[k] = stepProv{op: "", value: "", reason: fmt.Sprintf("runtime loop of %d iterations (blocks or row chunks), sampled as one step", op.Count)}
 		case op.Kind == low.OpExchange:
 			name := ""
 			if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
 				name = pl.Exchanges[op.Phase].Name
 			}
-			switch name {
-			case "gather rows":
-				out[k] = stepProv{node(blk, "fc1"), node(blk, "fc1") + " input rows", "gather of the row chunk's input panel across the grid row"}
-			case "reduce-scatter":
-				out[k] = stepProv{node(blk, "fc2"), node(blk, "fc2") + " partials", "reduce-scatter of K-split partials"}
-			case "streamed weights":
-				b := chunks / q
-				out[k] = stepProv{node(b, "fc1"), node(b, "fc1.weight"), "streamed weights of the block"}
-			default:
-				out[k] = stepProv{"", name, "exchange phase " + name}
-			}
-		case op.Kind == low.OpKernel:
-			dst, src := argBuf(op, "$m2"), argBuf(op, "$m3")
-			switch op.Kernel {
-			case "copy_f16":
-				switch {
-				case src == "xy" && (dst == "xg" || (dst == "a" && g.C <= 1)):
-					chunks++
-					blk, chunk = (chunks-1)/q, (chunks-1)%q
-					out[k] = stepProv{node(blk, "fc1"), node(blk, "fc1") + " input rows", fmt.Sprintf("%s chunk %d: stage the block input", where, chunk)}
-				case src == "xy":
-					out[k] = stepProv{node(blk, "fc1"), node(blk, "fc1") + " input rows", at + ": own piece of the gathered panel"}
-				case dst == "red":
-					out[k] = stepProv{node(blk, "fc2"), node(blk, "fc2") + " partials", at + ": own partial into the reduction buffer"}
-				case dst == "xy":
-					out[k] = stepProv{node(blk, "fc2"), node(blk, "fc2"), at + ": block output"}
-				case dst == "w" || dst == "wst":
-					b := chunks / q
-					out[k] = stepProv{node(b, "fc1"), node(b, "fc1.weight"), "stage streamed weight shares"}
-				default:
-					out[k] = stepProv{"", dst, at + ": copy"}
-				}
-			case kernels.GemmF16, kernels.GemmF16Drain:
-				if dst == "c" {
-					out[k] = stepProv{node(blk, "fc1"), node(blk, "fc1"), fmt.Sprintf("%s: GEMM block (i=%d j=%d)", at, t.Row, t.Col)}
-				} else {
-					r := fmt.Sprintf("%s: GEMM block (i=%d j=%d)", at, t.Row, t.Col)
-					if g.C > 1 {
-						r += fmt.Sprintf(" K-split part %d of %d", t.Col+1, g.C)
-					}
-					out[k] = stepProv{node(blk, "fc2"), node(blk, "fc2"), r}
-				}
-			case "add_bias_f16":
-				if dst == "c" {
-					out[k] = stepProv{node(blk, "fc1.add"), node(blk, "fc1.add"), at + ": bias"}
-				} else {
-					out[k] = stepProv{node(blk, "fc2.add"), node(blk, "fc2.add"), at + ": bias"}
-				}
-			case "gelu_f16":
-				out[k] = stepProv{node(blk, "gelu"), node(blk, "gelu"), at + ": activation"}
-			case "reduce_add_f16":
-				out[k] = stepProv{node(blk, "fc2"), node(blk, "fc2"), at + ": sum of the K-split partials"}
-			default:
-				out[k] = stepProv{"", "", at + ": " + op.Kernel}
-			}
+			out[k] = stepProv{op.Node, op.Node, "exchange phase " + name + ": " + op.Why}
+		default:
+			out[k] = stepProv{op.Node, op.Node, op.Why}
 		}
 	}
 	return out
-}
-
-func argBuf(op *low.Op, reg string) string {
-	for _, a := range op.Args {
-		if a.Reg == reg {
-			return a.Ref.Buf
-		}
-	}
-	return ""
 }
 
 // memoryMap is tile l's memory map: code, host window, exchange rows,
@@ -324,11 +217,12 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []ipu
 			continue
 		}
 		s := ipuexe.MemoryRange{Address: addr, Size: uint32(bf.Bytes), Name: bf.Name}
-		mid := pl.Mid != nil && len(bf.Name) > 1
+		// The lowering's buffer names (compiler/low frommid.go): W<o> a
+		// GEMM's weights, R<o> the parts of a K-split GEMM's reduction.
 		switch {
-		case bf.Name == "w" || bf.Name == "ws" || bf.Name == "wst" || bf.Name == "bias", mid && bf.Name[0] == 'W':
+		case len(bf.Name) > 1 && bf.Name[0] == 'W':
 			s.Kind = "weights"
-		case bf.Name == "red", mid && bf.Name[0] == 'R':
+		case len(bf.Name) > 1 && bf.Name[0] == 'R':
 			s.Kind = "partials"
 		case bf.Name == emit.SampleBuf:
 			s.Kind, s.Name = "code", "profile samples"
@@ -373,54 +267,28 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []ipu
 	return append(segs, data...)
 }
 
-// planSummary is the plan's GEMMs, grid and predicted cycles.
+// planSummary is the plan's GEMMs, grids and predicted cycles.
 func planSummary(pl *low.Plan) ipuexe.PlanSummary {
-	p, g := pl.Problem, &pl.Grid
 	sum := ipuexe.PlanSummary{PredictedCycles: uint64(max(0, pl.Estimate.Total))}
-	if pl.Mid != nil {
-		for _, gp := range pl.Mid.Gemms {
-			sum.Gemms = append(sum.Gemms, planGemm(gp.Node.Name, gp.M, gp.K, gp.N,
-				planGrid(gp.Rows.Count, gp.Cols.Count, gp.Inner.Count),
-				gp.ActiveTiles(), gp.Kernel))
-		}
-		return sum
-	}
-	if p.Kind != low.KindMLP {
-		sum.Gemms = append(sum.Gemms, planGemm(p.Output, p.M, p.K, p.N,
-			planGrid(g.R, g.C, 1), g.R*g.C, kernels.GemmF16For(pl.Conservative)))
-		return sum
-	}
-	for b, blk := range p.Blocks {
-		name := strings.TrimSuffix(blk.W1, ".weight")
-		if name == blk.W1 {
-			name = fmt.Sprintf("block%d.fc1", b)
-		}
-		fc2 := strings.TrimSuffix(name, "fc1") + "fc2"
-		sum.Gemms = append(sum.Gemms,
-			planGemm(name, p.M, p.K, p.N, planGrid(g.R, g.C, 1), g.R*g.C, kernels.GemmF16For(pl.Conservative)),
-			planGemm(fc2, p.M, p.N, p.K, planGrid(g.R, 1, g.C), g.R*g.C, kernels.GemmF16For(pl.Conservative)))
+	for _, gp := range pl.Mid.Gemms {
+		sum.Gemms = append(sum.Gemms, planGemm(gp.Node.Name, gp.M, gp.K, gp.N,
+			planGrid(gp.Rows.Count, gp.Cols.Count, gp.Inner.Count),
+			gp.ActiveTiles(), gp.Kernel))
 	}
 	return sum
 }
 
-// finalistsSummary turns the rerank's finalists into the profile's: a mid
-// plan's GEMMs have their own grids; every GEMM of a v0 plan runs on the
-// plan's R x C grid (an MLP's second GEMM as R row blocks with a C-way
-// K split).
+// finalistsSummary turns the rerank's finalists into the profile's: each
+// GEMM's grid (a looped plan's finalists list one block's grids: the
+// GEMMs of the other blocks get none).
 func finalistsSummary(fins []Finalist, gemms int) []ipuexe.PlanFinalist {
 	out := make([]ipuexe.PlanFinalist, 0, len(fins))
 	for _, f := range fins {
 		grids := make([]ipuexe.PlanGrid, gemms)
 		for i := range grids {
-			switch {
-			case f.Plan.Mid != nil && i < len(f.Plan.Mid):
+			if i < len(f.Plan.Mid) {
 				m := f.Plan.Mid[i]
 				grids[i] = planGrid(m.Rows, m.Cols, m.Inner)
-			case f.Plan.Mid != nil:
-			case gemms > 1 && i%2 == 1:
-				grids[i] = planGrid(f.Plan.R, 1, f.Plan.C)
-			default:
-				grids[i] = planGrid(f.Plan.R, f.Plan.C, 1)
 			}
 		}
 		out = append(out, ipuexe.PlanFinalist{Rank: uint32(max(0, f.Rank)), MidCycles: uint64(max(0, f.MidCycles)),

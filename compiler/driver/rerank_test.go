@@ -13,6 +13,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipuexe"
 )
 
 // compileLogged compiles with a JSON logger and returns the result and
@@ -175,7 +176,7 @@ func TestFinalistBoundsHold(t *testing.T) {
 		gemmRecipe(100, 200, 300, 64),
 	} {
 		t.Run(r.Workload+"-"+itoa(r.Tiles), func(t *testing.T) {
-			_, plans, err := candidatePlans(r, low.Options{}, low.DefaultFinalists, nil)
+			_, plans, err := candidatePlans(r, low.DefaultFinalists, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,13 +214,29 @@ func TestFinalistBoundsHold(t *testing.T) {
 }
 
 // BenchmarkConstructLow is the construct_low stage of the default SigLIP
-// build: both plan families' candidates, lowered and optimised.
+// build: the planner's finalists, lowered and optimised.
 func BenchmarkConstructLow(b *testing.B) {
 	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: 1472}
 	for i := 0; i < b.N; i++ {
-		if _, _, err := candidatePlans(r, low.Options{}, low.DefaultFinalists, nil); err != nil {
+		if _, _, err := candidatePlans(r, low.DefaultFinalists, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A package built before the v0 plan family was removed may record a v0
+// plan: its recipe still reads, and compiling it again fails with a clear
+// error, not a panic.
+func TestRecordedV0Plan(t *testing.T) {
+	pkg := &ipuexe.Package{Recipe: `{"workload":"mlp","flags":{"MLP":{"Batch":1,"Tokens":20,"Dim":32,"Hidden":48,"Blocks":1}},"tiles":4,` +
+		`"plan":{"r":2,"c":2,"q":1},"finalists":[{"rank":1,"mid_cycles":5768,"low_cycles":5768,"plan":{"r":2,"c":2,"q":1},"chosen":true}]}`}
+	r, err := RecipeOf(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(context.Background(), Config{Recipe: r, Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "recorded plan 2x2 q=1 stream=false colmajor=false is a v0 plan, no longer supported; rebuild the package") {
+		t.Fatalf("got %v", err)
 	}
 }
 
@@ -227,22 +244,20 @@ func BenchmarkConstructLow(b *testing.B) {
 // back from a file): the recorded choice gives that plan or a clear error,
 // never a panic.
 func FuzzRecordedPlan(f *testing.F) {
-	f.Add(0, 0, 0, false, false, 1, 1, 1, 1, 1, 1, 2)
-	f.Add(2, 2, 1, false, false, 0, 0, 0, 0, 0, 0, 0)
-	f.Add(0, 0, 0, false, false, 2, 2, 1, 2, 1, 2, 2)
-	f.Add(-1, 1<<30, -5, true, true, -1, 0, 1<<20, 3, 3, 3, 1)
-	f.Fuzz(func(t *testing.T, r, c, q int, stream, colMajor bool, r1, c1, k1, r2, c2, k2, gemms int) {
-		ch := &low.Choice{R: r, C: c, Q: q, Stream: stream, ColMajor: colMajor}
-		if gemms > 0 {
-			ch = &low.Choice{}
-			grids := []low.GemmGrid{{Rows: r1, Cols: c1, Inner: k1}, {Rows: r2, Cols: c2, Inner: k2}}
-			for i := 0; i < min(gemms, 4); i++ {
-				ch.Mid = append(ch.Mid, grids[i%2])
-			}
+	f.Add(0, 1, 1, 1, 1, 1, 1, 2, 0)
+	f.Add(0, 2, 2, 1, 2, 1, 2, 2, 0)
+	f.Add(3, 1, 1, 1, 1, 1, 1, 2, 0)
+	f.Add(0, 1, 1, 1, 1, 1, 1, 2, 2)
+	f.Add(-5, -1, 0, 1<<20, 3, 3, 3, 1, -1)
+	f.Fuzz(func(t *testing.T, q, r1, c1, k1, r2, c2, k2, gemms, loop int) {
+		ch := &low.Choice{Q: q, Loop: loop}
+		grids := []low.GemmGrid{{Rows: r1, Cols: c1, Inner: k1}, {Rows: r2, Cols: c2, Inner: k2}}
+		for i := 0; i < min(gemms, 4); i++ {
+			ch.Mid = append(ch.Mid, grids[i%2])
 		}
-		rec := mlpRecipe(20, 32, 48, 4)
+		rec := mlpRecipeFull(20, 32, 48, 2, 4, false)
 		rec.Plan = ch
-		_, plans, err := candidatePlans(rec, low.Options{}, 1, nil)
+		_, plans, err := candidatePlans(rec, 1, nil)
 		if err == nil && (len(plans) != 1 || !plans[0].Choice().Equal(*ch)) {
 			t.Fatalf("recorded %v, got %d plans", ch, len(plans))
 		}

@@ -292,7 +292,7 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 		w("call $m10, %s", c.Entry)
 		return nil
 	}
-	b.WriteString("// ipustack v0 tile runtime (generated)\n\t.section .text, \"ax\"\n\t.supervisor\n\t.globl _start\n_start:\nloop:\n")
+	b.WriteString("// ipustack tile runtime (generated)\n\t.section .text, \"ax\"\n\t.supervisor\n\t.globl _start\n_start:\nloop:\n")
 	w("sync 7")
 	w("setzi $m0, %#x", ipu21.HostApertureBase)
 	w("ld32 $m1, $m0, $mzero, 0")

@@ -9,8 +9,8 @@ import (
 )
 
 // The reduce-scatter phase of the compiler's siglip-mlp-f16 build on 1472
-// tiles (compiler/low, v0 plan: 27 grid rows x 54 grid columns, 1458
-// active tiles). Grid tile (i, j) is logical tile 54i + j. Each grid row
+// tiles as the plan family it had before compiler/mid planned it (27 grid
+// rows x 54 grid columns, 1458 active tiles). Grid tile (i, j) is logical tile 54i + j. Each grid row
 // holds a 27-token block whose f16 partial panel (27 x 1152 values) is cut
 // into 54 chunks of 576 values (288 words): tile j sends chunk q, at
 // rsSrcBase + 1152*q, to tile q of its row, which stores it at

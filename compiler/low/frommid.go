@@ -2,8 +2,7 @@ package low
 
 // Lowering of compiler/mid plans: every GEMM of the chain runs on its own
 // rows x columns x K grid (mid.GemmPlan), so the data changes grids between
-// operations through exchange phases of rectangles instead of the v0
-// family's one grid.
+// operations through exchange phases of rectangles.
 //
 // Per GEMM o and grid cell (i, j, p) on tile t = GemmPlan.Tile(i, j, p),
 // the tile owns these buffers (weights for the whole program, the others
@@ -784,7 +783,7 @@ func (pl *Plan) checkMid(opts Options) error {
 }
 
 // EstimatedCodeBytes estimates the code of tile l of a plan lowered from
-// compiler/mid, as mlpCodeBytes does for the v0 family: the supervisor
+// compiler/mid: the supervisor
 // program (both calls, every step unrolled, a cycle sample per timed step)
 // and one copy of each kernel it calls, sized a little above what the
 // linker reports.

@@ -99,7 +99,7 @@ func TestFromMid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Recognize(g)
+			p, err := NewProblem(g)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestFromMidBlockLoop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := Recognize(g)
+		p, err := NewProblem(g)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,90 +1,55 @@
 package low
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/ipustack/ipustack/graph"
 )
 
-func mlpProblem(t *testing.T, c graph.MLPConfig) *Problem {
-	t.Helper()
-	g, err := graph.MLPGraph(c, 1, graph.GeluTanh)
+// A package built before the v0 plan family was removed records a v0
+// choice: its recipe still decodes, and Check gives a clear error; a mid
+// choice round-trips.
+func TestChoiceJSON(t *testing.T) {
+	var old Choice
+	if err := json.Unmarshal([]byte(`{"r":27,"c":54,"q":1}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Check(); err == nil || !strings.Contains(err.Error(), "is a v0 plan, no longer supported; rebuild the package") {
+		t.Fatalf("v0 choice: %v", err)
+	}
+	var none Choice
+	if err := json.Unmarshal([]byte(`{}`), &none); err != nil || none.Check() == nil {
+		t.Fatalf("empty choice: %v, %v", err, none.Check())
+	}
+	ch := Choice{Q: 3, Mid: []GemmGrid{{Rows: 9, Cols: 54, Inner: 3}, {Rows: 18, Cols: 8, Inner: 10}}}
+	b, err := json.Marshal(ch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Recognize(g)
-	if err != nil {
-		t.Fatal(err)
+	var back Choice
+	if err := json.Unmarshal(b, &back); err != nil || !back.Equal(ch) || back.Check() != nil || back.String() != "mid 9x54x3 18x8x10 q=3" {
+		t.Fatalf("%s: %v, %v, %v", b, back, err, back.Check())
 	}
-	return p
+	if old.Equal(none) || old.Equal(ch) {
+		t.Fatal("a v0 choice equals another")
+	}
 }
 
-func TestRecognizeBlocksAndBiases(t *testing.T) {
-	p := mlpProblem(t, graph.MLPConfig{Batch: 2, Tokens: 5, Dim: 24, Hidden: 40, Blocks: 3, Biases: true})
-	if p.Kind != KindMLP || p.M != 10 || p.K != 24 || p.N != 40 || len(p.Blocks) != 3 || !p.Biases {
+// NewProblem names the graph's input and output and its first GEMM's
+// shape; a graph of several inputs is refused.
+func TestNewProblem(t *testing.T) {
+	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 2, Tokens: 5, Dim: 24, Hidden: 40, Blocks: 3, Biases: true}, 1, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProblem(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.M != 10 || p.K != 24 || p.N != 40 || p.Input != g.Inputs()[0].Name || p.Output != g.Outputs()[0].Name {
 		t.Fatalf("%+v", p)
-	}
-	if b := p.Blocks[2]; b.W1 != "block2.fc1.weight" || b.W2 != "block2.fc2.weight" || b.B1 != "block2.fc1.bias" || b.B2 != "block2.fc2.bias" {
-		t.Fatalf("block 2: %+v", b)
-	}
-	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 5, Dim: 24, Hidden: 40, Blocks: 1}, 1, graph.GeluErf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Recognize(g); err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("erf GELU: %v", err)
-	}
-}
-
-// The pieces of a chunk partition its flat panel in whole panel rows, and
-// the chunks of a row block cover its rows.
-func TestPiecesPartition(t *testing.T) {
-	for _, c := range []struct{ m, kp, r, cc, q int }{{729, 1152, 27, 54, 1}, {77, 80, 8, 7, 3}, {30, 48, 1, 1, 7}, {1458, 1152, 27, 54, 2}} {
-		g := Grid{R: c.r, C: c.cc, Kp: c.kp, Q: c.q, RowStart: split(c.m, c.r)}
-		for i := 0; i < g.R; i++ {
-			rc := g.ChunkRows(i)
-			if rc*g.Q < g.Rows(i) || (rc-1)*g.Q >= g.Rows(i) {
-				t.Errorf("%+v: row block %d of %d rows: %d chunks of %d rows", c, i, g.Rows(i), g.Q, rc)
-			}
-			next := 0
-			for j := 0; j < g.C; j++ {
-				start, n := g.Piece(rc, j)
-				if start != next || start%16 != 0 || n%16 != 0 {
-					t.Fatalf("%+v: piece %d = [%d, +%d), want start %d, whole panel rows", c, j, start, n, next)
-				}
-				next = start + n
-			}
-			if next != rc*g.Kp {
-				t.Fatalf("%+v: pieces cover %d of %d values", c, next, rc*g.Kp)
-			}
-		}
-	}
-}
-
-func TestLowerMLPChoices(t *testing.T) {
-	// Default SigLIP shape on all tiles: one chunk, resident weights.
-	p := mlpProblem(t, graph.DefaultMLP)
-	pl, err := Lower(p, Options{Tiles: 1472})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := pl.Grid; g.Q != 1 || g.Stream || g.R*g.C < 1400 {
-		t.Errorf("default: grid %dx%d q=%d stream=%v", g.R, g.C, g.Q, g.Stream)
-	}
-	if n := mlpCodeBytes(p, &pl.Grid); n > CodeBytes {
-		t.Errorf("default plan's code estimate %d exceeds %d", n, CodeBytes)
-	}
-	// Without a memory check every grid fits; a forced chunking is kept.
-	pl, err = Lower(p, Options{Tiles: 368, ForceQ: 4})
-	if err != nil || pl.Grid.Q != 4 {
-		t.Fatalf("forced q=4: %v", err)
-	}
-	// Bad requests are errors, not panics.
-	for _, o := range []Options{{Tiles: 0}, {Tiles: 1473}, {Tiles: 4, ForceC: 1000}, {Tiles: 4, ForceR: 9}} {
-		if _, err := Lower(p, o); err == nil {
-			t.Errorf("%+v accepted", o)
-		}
 	}
 }
 

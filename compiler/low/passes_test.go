@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
 )
 
@@ -22,6 +24,11 @@ func ref(buf string, off int) Ref { return Ref{Buf: buf, Off: off} }
 
 func stepRef(buf string, off, step int) Ref {
 	return Ref{Buf: buf, Off: off, Step: [MaxLoopDepth]int{step}}
+}
+
+func copyOp(dst, src Ref, bytes int) Op {
+	return Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": bytes},
+		Args: []Arg{{"$m2", dst}, {"$m3", src}}}
 }
 
 func fillOp(dst Ref, n int) Op {
@@ -677,55 +684,69 @@ func TestOptimizeIdempotent(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Real v0 plans
+// Real plans
 
-func v0Plans(t *testing.T) map[string]*Plan {
+// realPlans lowers compiler/mid plans of GEMMs and MLPs (K-split, biases,
+// row chunks, a runtime loop over blocks, the default workloads on 1472
+// tiles), without the low passes.
+func realPlans(t *testing.T) map[string]*Plan {
 	t.Helper()
-	gg, err := graph.GemmGraph(graph.GemmConfig{M: 96, K: 64, N: 96}, 1)
-	if err != nil {
-		t.Fatal(err)
+	mlp := func(c graph.MLPConfig) *graph.Graph {
+		g, err := graph.MLPGraph(c, 1, graph.GeluTanh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
 	}
-	gp, err := Recognize(gg)
-	if err != nil {
-		t.Fatal(err)
+	gemm := func(c graph.GemmConfig) *graph.Graph {
+		g, err := graph.GemmGraph(c, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
 	}
-	small := mlpProblem(t, graph.MLPConfig{Batch: 2, Tokens: 8, Dim: 64, Hidden: 96, Blocks: 2, Biases: true})
-	one := mlpProblem(t, graph.MLPConfig{Batch: 1, Tokens: 16, Dim: 64, Hidden: 96, Blocks: 1, Biases: true})
 	plans := map[string]*Plan{}
 	for name, c := range map[string]struct {
-		p    *Problem
-		opts Options
+		g     *graph.Graph
+		tiles int
+		want  func(*mid.Plan) bool
 	}{
-		"gemm 4x3":                   {gp, Options{Tiles: 12, ForceR: 4, ForceC: 3}},
-		"mlp 2x3 q=2 streamed":       {small, Options{Tiles: 8, ForceR: 2, ForceC: 3, ForceQ: 2, ForceStream: true}},
-		"mlp 4x2 colmajor":           {small, Options{Tiles: 8, ForceR: 4, ForceC: 2, ForceStream: true, ForceColMajor: true}},
-		"mlp one block, one chunk":   {one, Options{Tiles: 6, ForceR: 2, ForceC: 3, ForceQ: 1}},
-		"mlp one block, single col":  {one, Options{Tiles: 4, ForceR: 4, ForceC: 1, ForceQ: 1}},
-		"mlp default on 1472 tiles":  {mlpProblem(t, graph.DefaultMLP), Options{Tiles: 1472}},
-		"gemm default on 1472 tiles": {nil, Options{Tiles: 1472}},
+		"gemm 96x64x96":          {gemm(graph.GemmConfig{M: 96, K: 64, N: 96}), 12, nil},
+		"mlp K-split":            {mlp(graph.MLPConfig{Batch: 1, Tokens: 64, Dim: 128, Hidden: 512, Blocks: 1}), 64, func(mp *mid.Plan) bool { return mp.Gemms[1].Inner.Count > 1 }},
+		"mlp biases, two blocks": {mlp(graph.MLPConfig{Batch: 2, Tokens: 8, Dim: 64, Hidden: 96, Blocks: 2, Biases: true}), 8, func(mp *mid.Plan) bool { return mp.Period == 0 }},
+		"mlp biases, block loop": {mlp(graph.MLPConfig{Batch: 2, Tokens: 8, Dim: 64, Hidden: 96, Blocks: 2, Biases: true}), 8, func(mp *mid.Plan) bool { return mp.Period > 0 }},
+		"mlp row chunks":         {mlp(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 256, Hidden: 1024, Blocks: 1}), 4, func(mp *mid.Plan) bool { return mp.Chunks > 1 }},
+		"mlp default on 1472":    {mlp(graph.DefaultMLP), 1472, nil},
+		"gemm default on 1472":   {gemm(graph.DefaultGemm), 1472, nil},
 	} {
-		if c.p == nil {
-			g, err := graph.GemmGraph(graph.DefaultGemm, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.p, err = Recognize(g); err != nil {
-				t.Fatal(err)
-			}
+		p, err := NewProblem(c.g)
+		if err != nil {
+			t.Fatal(err)
 		}
-		cands, err := Candidates(c.p, c.opts, 1)
+		res, err := mid.Search(c.g, ipu21.IPU21(), mid.Options{Tiles: c.tiles, Finalists: 4})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		plans[name] = Build(c.p, c.opts, cands[0])
+		for _, mp := range res.Finalists {
+			if c.want != nil && !c.want(mp) {
+				continue
+			}
+			if plans[name], err = FromMid(p, mp, Options{Tiles: c.tiles}); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			break
+		}
+		if plans[name] == nil {
+			t.Fatalf("%s: no such finalist", name)
+		}
 	}
 	return plans
 }
 
 // Optimize keeps real plans valid, leaves the plan it was copied from
 // alone and is idempotent.
-func TestOptimizeV0Plans(t *testing.T) {
-	for name, pl := range v0Plans(t) {
+func TestOptimizeRealPlans(t *testing.T) {
+	for name, pl := range realPlans(t) {
 		t.Run(name, func(t *testing.T) {
 			checkPlan(t, pl)
 			before := fingerprint(pl)
@@ -743,21 +764,18 @@ func TestOptimizeV0Plans(t *testing.T) {
 					t.Errorf("second Optimize: %+v", r)
 				}
 			}
-			// The v0 lowering leaves nothing to merge or remove.
-			for _, r := range reps {
-				if r.Changes != 0 {
-					t.Errorf("v0 plan: %+v", r)
-				}
-			}
 		})
 	}
 }
 
-// Real plans with their transfers cut into shuffled pieces, their copies
-// cut in halves and dead clears inserted come back to the original plan.
-func TestOptimizeRestoresV0Plans(t *testing.T) {
-	for name, pl := range v0Plans(t) {
+// Optimized real plans with their transfers cut into shuffled pieces,
+// their copies cut in halves and dead clears inserted come back to the
+// optimized plan.
+func TestOptimizeRestoresRealPlans(t *testing.T) {
+	for name, pl := range realPlans(t) {
 		t.Run(name, func(t *testing.T) {
+			Optimize(pl)
+			pl.Passes = nil
 			want := fingerprint(pl)
 			cp := *pl
 			// Transfers: three pieces each (when the words allow), the
@@ -807,6 +825,7 @@ func TestOptimizeRestoresV0Plans(t *testing.T) {
 					case op.Kind == OpKernel && op.Kernel == "copy_f16" && op.Params["n"]%16 == 0:
 						n := op.Params["n"] / 2
 						a, b := copyOp(op.Args[0].Ref, op.Args[1].Ref, n), copyOp(op.Args[0].Ref, op.Args[1].Ref, n)
+						a.Node, a.Why, b.Node, b.Why = op.Node, op.Why, op.Node, op.Why
 						b.Args[0].Ref.Off += n
 						b.Args[1].Ref.Off += n
 						out = append(out, a, b)

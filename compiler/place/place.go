@@ -1,6 +1,6 @@
 // Package place gives the buffers of a tile's work list SRAM addresses.
 //
-// Tile memory map of the v0 runtime (docs/machine.md for the fixed parts):
+// Tile memory map of the tile runtime (docs/machine.md for the fixed parts):
 //
 //	[0x4C010, 0x50000)  code: the runtime and its kernels (element 0)
 //	[0x50000, 0x54000)  host write window (inputs and weights land here)

@@ -1,6 +1,7 @@
 package low
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -12,23 +13,58 @@ import (
 // DefaultFinalists is how many candidates the driver reranks by default.
 const DefaultFinalists = 8
 
-// Choice names one v0 candidate: the grid, the row chunks and the weight
-// mode. A package records the chosen one (build.Recipe.Plan) so that its
-// plan can be regenerated without the rerank.
+// Choice names a compiler/mid plan: each GEMM's grid in graph order, its
+// row chunks and its runtime loop over blocks. A package records the
+// chosen one (driver.Recipe.Plan) so that its plan can be rebuilt without
+// the rerank (mid.Rebuild).
 type Choice struct {
-	R        int  `json:"r,omitempty"`
-	C        int  `json:"c,omitempty"`
-	Q        int  `json:"q,omitempty"`
-	Stream   bool `json:"stream,omitempty"`
-	ColMajor bool `json:"column_major,omitempty"`
-	// Mid, when set, names a compiler/mid plan instead of a v0 candidate:
-	// each GEMM's grid in graph order (Q is then its row chunks, zero for
-	// none; R, C and the rest are zero).
+	// Q is the plan's row chunks (zero for none).
+	Q int `json:"q,omitempty"`
+	// Mid lists each GEMM's grid in graph order.
 	Mid []GemmGrid `json:"mid,omitempty"`
 	// Loop, when not zero, makes the mid plan a runtime loop over that
 	// many blocks (mid.Plan.Loop; 1: a chain in row chunks looped over
 	// its one block): Mid then lists one block's grids.
 	Loop int `json:"loop,omitempty"`
+	// legacy describes the choice of the removed v0 plan family that a
+	// package built before it was removed recorded (see UnmarshalJSON);
+	// empty otherwise.
+	legacy string
+}
+
+// UnmarshalJSON decodes a recorded choice. A choice of the removed v0
+// plan family (grid rows and columns "r" and "c", "stream",
+// "column_major") decodes without error, so that such a package's recipe
+// still reads, but Check refuses it.
+func (c *Choice) UnmarshalJSON(b []byte) error {
+	type plain Choice
+	var aux struct {
+		plain
+		R        int  `json:"r"`
+		C        int  `json:"c"`
+		Stream   bool `json:"stream"`
+		ColMajor bool `json:"column_major"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*c = Choice(aux.plain)
+	if aux.R != 0 || aux.C != 0 || aux.Stream || aux.ColMajor {
+		c.legacy = fmt.Sprintf("%dx%d q=%d stream=%v colmajor=%v", aux.R, aux.C, aux.Q, aux.Stream, aux.ColMajor)
+	}
+	return nil
+}
+
+// Check reports a choice that names no compiler/mid plan: one recorded by
+// a package of the removed v0 plan family, or one without grids.
+func (c Choice) Check() error {
+	switch {
+	case c.legacy != "":
+		return fmt.Errorf("the recorded plan %s is a v0 plan, no longer supported; rebuild the package", c.legacy)
+	case len(c.Mid) == 0:
+		return fmt.Errorf("the recorded plan names no GEMM grids; rebuild the package")
+	}
+	return nil
 }
 
 // GemmGrid is one GEMM's grid in a compiler/mid plan: row blocks x column
@@ -42,102 +78,39 @@ type GemmGrid struct {
 }
 
 func (c Choice) String() string {
-	if c.Mid != nil {
-		s := "mid"
-		for _, g := range c.Mid {
-			s += " " + mid.Grid{Rows: g.Rows, Cols: g.Cols, Inner: g.Inner, Streamed: g.Streamed}.String()
-		}
-		if c.Q > 1 {
-			s += fmt.Sprintf(" q=%d", c.Q)
-		}
-		if c.Loop > 0 {
-			s += fmt.Sprintf(" loop=%d", c.Loop)
-		}
-		return s
+	if c.legacy != "" {
+		return "v0 " + c.legacy
 	}
-	return fmt.Sprintf("%dx%d q=%d stream=%v colmajor=%v", c.R, c.C, c.Q, c.Stream, c.ColMajor)
+	s := "mid"
+	for _, g := range c.Mid {
+		s += " " + mid.Grid{Rows: g.Rows, Cols: g.Cols, Inner: g.Inner, Streamed: g.Streamed}.String()
+	}
+	if c.Q > 1 {
+		s += fmt.Sprintf(" q=%d", c.Q)
+	}
+	if c.Loop > 0 {
+		s += fmt.Sprintf(" loop=%d", c.Loop)
+	}
+	return s
 }
 
 // Equal reports whether two choices name the same plan.
 func (c Choice) Equal(o Choice) bool {
-	return c.R == o.R && c.C == o.C && c.Q == o.Q && c.Stream == o.Stream && c.ColMajor == o.ColMajor && slices.Equal(c.Mid, o.Mid) && c.Loop == o.Loop
+	return c.legacy == o.legacy && max(c.Q, 1) == max(o.Q, 1) && slices.Equal(c.Mid, o.Mid) && c.Loop == o.Loop
 }
 
-// Candidate is one feasible plan shape and its cost-model estimate.
-type Candidate struct {
-	Grid     Grid
-	Estimate Estimate
-}
-
-// Choice names the candidate.
-func (c *Candidate) Choice() Choice {
-	g := &c.Grid
-	return Choice{R: g.R, C: g.C, Q: g.Q, Stream: g.Stream, ColMajor: g.ColMajor}
-}
-
-// Choice names the plan's candidate.
+// Choice names the plan.
 func (pl *Plan) Choice() Choice {
-	if pl.Mid != nil {
-		var ch Choice
-		for _, g := range pl.Mid.Body() {
-			gr := g.Grid()
-			ch.Mid = append(ch.Mid, GemmGrid{Rows: gr.Rows, Cols: gr.Cols, Inner: gr.Inner, Streamed: gr.Streamed})
-		}
-		if pl.Mid.Chunks > 1 {
-			ch.Q = pl.Mid.Chunks
-		}
-		ch.Loop = pl.Mid.Loop()
-		return ch
+	var ch Choice
+	for _, g := range pl.Mid.Body() {
+		gr := g.Grid()
+		ch.Mid = append(ch.Mid, GemmGrid{Rows: gr.Rows, Cols: gr.Cols, Inner: gr.Inner, Streamed: gr.Streamed})
 	}
-	c := Candidate{Grid: pl.Grid}
-	return c.Choice()
-}
-
-// Candidates returns up to n (n <= 0: every) feasible candidate of the v0
-// search, ordered by estimate (Estimate.Total, the "mid" cycles); equal
-// estimates keep the planner's enumeration order, so the first is the
-// plan Lower builds. opts.Only keeps just the candidate it names.
-func Candidates(p *Problem, opts Options, n int) ([]Candidate, error) {
-	T := opts.Tiles
-	if T < 1 || T > ipu21.Tiles {
-		return nil, fmt.Errorf("compiler: %d tiles: want 1..%d", T, ipu21.Tiles)
+	if pl.Mid.Chunks > 1 {
+		ch.Q = pl.Mid.Chunks
 	}
-	var cands []Candidate
-	var err error
-	if p.Kind == KindMLP {
-		cands, err = mlpCandidates(p, opts)
-	} else {
-		cands, err = gemmCandidates(p, opts)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if opts.Only != nil {
-		only := *opts.Only
-		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return !c.Choice().Equal(only) })
-		if len(cands) == 0 {
-			return nil, fmt.Errorf("compiler v0: %s m=%d k=%d n=%d: the recorded plan %v is not a feasible candidate on %d tiles",
-				p.Kind, p.M, p.K, p.N, only, T)
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b Candidate) int { return a.Estimate.Total - b.Estimate.Total })
-	if n > 0 && len(cands) > n {
-		cands = cands[:n]
-	}
-	return cands, nil
-}
-
-// Build builds the plan of a candidate of Candidates(p, opts, ...).
-func Build(p *Problem, opts Options, c Candidate) *Plan {
-	pl := &Plan{Problem: p, Tiles: opts.Tiles, Grid: c.Grid, Estimate: c.Estimate, Conservative: opts.Conservative}
-	if p.Kind == KindMLP {
-		pl.GeluPrecise = opts.GeluPrecise
-		pl.buildMLP()
-	} else {
-		pl.build()
-	}
-	pl.addHostSkew()
-	return pl
+	ch.Loop = pl.Mid.Loop()
+	return ch
 }
 
 // addHostSkew charges the estimate with HostSkewCycles (as copy cycles).
