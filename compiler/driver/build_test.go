@@ -499,7 +499,7 @@ func TestMidBlockLoop(t *testing.T) {
 		r := tc.r
 		res := compile(t, r)
 		ch := res.Plan.Choice()
-		if res.Plan.Mid == nil || res.Plan.Mid.Period != 2 || ch.Loop != 12 || (ch.Q > 1) != tc.chunks {
+		if res.Plan.Mid.Period != 2 || ch.Loop != 12 || (ch.Q > 1) != tc.chunks {
 			t.Fatalf("%+v: plan %v, want a mid loop over 12 blocks (row chunks %v)", r.Flags.MLP, ch, tc.chunks)
 		}
 		if !hasLoop(res.Plan.Programs[0].Calls[1]) {

@@ -714,8 +714,9 @@ func realPlans(t *testing.T) map[string]*Plan {
 		"gemm 96x64x96":          {gemm(graph.GemmConfig{M: 96, K: 64, N: 96}), 12, nil},
 		"mlp K-split":            {mlp(graph.MLPConfig{Batch: 1, Tokens: 64, Dim: 128, Hidden: 512, Blocks: 1}), 64, func(mp *mid.Plan) bool { return mp.Gemms[1].Inner.Count > 1 }},
 		"mlp biases, two blocks": {mlp(graph.MLPConfig{Batch: 2, Tokens: 8, Dim: 64, Hidden: 96, Blocks: 2, Biases: true}), 8, func(mp *mid.Plan) bool { return mp.Period == 0 }},
-		"mlp biases, block loop": {mlp(graph.MLPConfig{Batch: 2, Tokens: 8, Dim: 64, Hidden: 96, Blocks: 2, Biases: true}), 8, func(mp *mid.Plan) bool { return mp.Period > 0 }},
-		"mlp row chunks":         {mlp(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 256, Hidden: 1024, Blocks: 1}), 4, func(mp *mid.Plan) bool { return mp.Chunks > 1 }},
+		"mlp biases, block loop": {mlp(graph.MLPConfig{Batch: 1, Tokens: 77, Dim: 40, Hidden: 90, Blocks: 3, Biases: true}), 64, func(mp *mid.Plan) bool { return mp.Period > 0 }},
+		"mlp in-place chunks":    {mlp(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 256, Hidden: 1024, Blocks: 1}), 4, func(mp *mid.Plan) bool { return mp.Period > 0 && mp.Chunks > 1 }},
+		"mlp row chunks":         {mlp(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 256, Hidden: 1024, Blocks: 1}), 4, func(mp *mid.Plan) bool { return mp.Chunks > 1 && mp.Period == 0 }},
 		"mlp default on 1472":    {mlp(graph.DefaultMLP), 1472, nil},
 		"gemm default on 1472":   {gemm(graph.DefaultGemm), 1472, nil},
 	} {
