@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/ipustack/ipustack/ipu21"
 )
@@ -78,7 +79,8 @@ type problem struct {
 	lowerBound int
 	send, recv []int // events per tile (sends include the partner reservation)
 	hasDeps    bool
-	paired     int // paired parts
+	paired     int        // paired parts
+	caps       []tileCaps // by tile (tileCapsOf)
 }
 
 // ordinaryParts sends every transfer of p whole, as 32-bit words unless
@@ -148,6 +150,7 @@ func newProblem(p *Phase, parts []part) *problem {
 		}
 	}
 	pr.findDeps()
+	pr.caps = pr.tileCapsOf()
 	return pr
 }
 
@@ -520,7 +523,7 @@ func clash(a, b run) bool {
 type tileState struct {
 	out, mux      ivset
 	reads, writes []run
-	ctrls         []int // control events (kept only with a guard)
+	ctrls         evset // control events (kept only with a guard)
 	starts        []int // send first events (kept only with a guard)
 	end           int   // the row's events
 }
@@ -530,14 +533,87 @@ type placement struct {
 	horizon int
 }
 
-func (pr *problem) place(order []int, guard int) *placement {
-	tiles := make([]*tileState, ipu21.Tiles)
-	st := func(t int) *tileState {
-		if tiles[t] == nil {
-			tiles[t] = &tileState{}
+// tileCaps bounds, per tile, the lengths of the lists a placement keeps
+// (whatever the order: each is at most one entry per send or receive
+// event the tile takes part in), so that place can carve every tile's
+// lists out of one allocation per kind instead of growing ~10^5 small
+// slices; in the default build that growth was a third of the
+// scheduler's time.
+type tileCaps struct {
+	out, mux, reads, writes, starts int
+}
+
+// tileCapsOf computes problem.caps: out counts the tile's sends and its
+// partner's paired sends (which borrow its lane), mux and writes its
+// receives.
+func (pr *problem) tileCapsOf() []tileCaps {
+	c := make([]tileCaps, ipu21.Tiles)
+	for i := range pr.xs {
+		x := &pr.xs[i]
+		s := &c[x.src]
+		s.out++
+		s.reads++
+		s.starts++
+		if x.paired {
+			c[ipu21.Partner(x.src)].out++
 		}
-		return tiles[t]
+		for _, d := range x.dsts {
+			c[d].mux++
+			c[d].writes++
+		}
 	}
+	return c
+}
+
+// carve returns n consecutive zero-length slices of *buf with capacities
+// size(0..n-1); a full slice expression caps each, so that an append
+// beyond its bound (there is none) would reallocate rather than overwrite
+// the next tile's list.
+func carve[E any](caps []tileCaps, size func(*tileCaps) int) [][]E {
+	total := 0
+	for i := range caps {
+		total += size(&caps[i])
+	}
+	buf := make([]E, total)
+	out := make([][]E, len(caps))
+	at := 0
+	for i := range caps {
+		n := size(&caps[i])
+		out[i] = buf[at : at : at+n]
+		at += n
+	}
+	return out
+}
+
+func (pr *problem) place(order []int, guard int) *placement {
+	tiles := make([]tileState, ipu21.Tiles)
+	{
+		caps := pr.caps
+		outs := carve[iv](caps, func(c *tileCaps) int { return c.out })
+		muxs := carve[iv](caps, func(c *tileCaps) int { return c.mux })
+		reads := carve[run](caps, func(c *tileCaps) int { return c.reads })
+		writes := carve[run](caps, func(c *tileCaps) int { return c.writes })
+		for t := range tiles {
+			tiles[t].out, tiles[t].mux, tiles[t].reads, tiles[t].writes = outs[t], muxs[t], reads[t], writes[t]
+		}
+		if guard > 0 {
+			starts := carve[int](caps, func(c *tileCaps) int { return c.starts })
+			ctrls := ctrlPool.Get().(*[]evset)
+			defer func() {
+				for t := range *ctrls {
+					(*ctrls)[t] = tiles[t].ctrls[:0]
+				}
+				ctrlPool.Put(ctrls)
+			}()
+			if len(*ctrls) == 0 {
+				*ctrls = make([]evset, ipu21.Tiles)
+			}
+			for t := range tiles {
+				tiles[t].starts, tiles[t].ctrls = starts[t], (*ctrls)[t]
+			}
+		}
+	}
+	st := func(t int) *tileState { return &tiles[t] }
 	pl := &placement{ts: make([]int, len(pr.xs))}
 	var evs []int
 	for _, i := range order {
@@ -593,15 +669,15 @@ func (pr *problem) place(order []int, guard int) *placement {
 			if guard > 0 {
 				evs = x.ctrlEvents(evs[:0], j, u0)
 				for _, e := range evs {
-					ds.ctrls = insertSorted(ds.ctrls, e)
+					ds.ctrls.add(e)
 				}
 			}
 		}
 	}
-	for _, t := range tiles {
-		if t != nil {
-			pl.horizon = max(pl.horizon, t.end)
-		}
+	// Tiles without a send or receive keep end 0, which leaves the
+	// horizon (at least 0) as it is.
+	for t := range tiles {
+		pl.horizon = max(pl.horizon, tiles[t].end)
 	}
 	return pl
 }
@@ -644,10 +720,44 @@ func inGuard(starts []int, e, g int) bool {
 	return i < len(starts) && starts[i] <= e
 }
 
-// anyIn reports whether sorted v has an element in [lo, hi).
-func anyIn(v []int, lo, hi int) bool {
-	i := sort.SearchInts(v, lo)
-	return i < len(v) && v[i] < hi
+// evset is a set of events (non-negative: every event of a placement
+// is, since a send issues at timeline >= 0 and its windows open at event
+// >= 1), a bitmap grown as needed. A tile's control events were a sorted
+// slice, but a busy receiver takes thousands and the scheduler inserts
+// them out of order, so the shifting cost more than the rest of place;
+// set and query are O(1) here, and the bitmap is no larger than the list
+// where there are many events (a word per 64 events of the horizon).
+type evset []uint64
+
+// ctrlPool keeps the tiles' control bitmaps (*[]evset, emptied) from one
+// placement to the next: placements run by the hundred per build and
+// growing ~1500 bitmaps each time cost more than setting their bits. Only
+// capacity is reused (add clears every word it extends the set over), so
+// nothing of one placement reaches another.
+var ctrlPool = sync.Pool{New: func() any { return new([]evset) }}
+
+func (s *evset) add(e int) {
+	w := e >> 6
+	if w >= len(*s) {
+		*s = append(*s, make([]uint64, w+1-len(*s))...)
+	}
+	(*s)[w] |= 1 << (e & 63)
+}
+
+func (s evset) has(e int) bool {
+	w := e >> 6
+	return w < len(s) && s[w]>>(e&63)&1 != 0
+}
+
+// anyIn reports whether the set has an event in [lo, hi), hi-lo being a
+// guard (a few events).
+func (s evset) anyIn(lo, hi int) bool {
+	for e := max(lo, 0); e < hi; e++ {
+		if s.has(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // extraOK checks a candidate send timeline against memory-element clashes
@@ -659,7 +769,7 @@ func (pr *problem) extraOK(x *xfer, ts int, s *tileState, st func(int) *tileStat
 			return false
 		}
 	}
-	if guard > 0 && anyIn(s.ctrls, ts+1, ts+1+guard) {
+	if guard > 0 && s.ctrls.anyIn(ts+1, ts+1+guard) {
 		return false
 	}
 	var evs [5]int
