@@ -520,19 +520,43 @@ func clash(a, b run) bool {
 	return false
 }
 
-// runs is a tile's reads or its writes, sorted by first cycle, with
-// the running maximum of their ends (end[i]: the latest end among v[:i+1],
-// nondecreasing), which tells where the runs that can overlap a cycle
-// begin. extraOK asks, for every candidate timeline, whether a run
-// clashes with any of the tile's; scanning them all made chunked phases
-// quadratic (the second round of a 64-tile build's multicast spent nearly
-// all its 20 s there), while only the runs that overlap in time can clash.
+// runs is a tile's reads or its writes. extraOK asks, for every
+// candidate timeline, whether a run clashes with any of the tile's. A few
+// runs are scanned, in the order they came; past linearRuns they are kept
+// sorted by first cycle, with the running maximum of their ends (end[i]:
+// the latest end among v[:i+1], nondecreasing), so that only the runs
+// that overlap the candidate in time are looked at: scanning them all
+// made chunked phases quadratic (the second round of a 64-tile build's
+// multicast), while keeping short lists sorted cost the default build
+// more than it saved. Neither the order nor the switch changes an
+// answer: clashes reports whether any run clashes, and its bound holds
+// for whichever clashing run it finds.
 type runs struct {
-	v   []run
-	end []int
+	v      []run
+	end    []int
+	sorted bool
 }
 
+// linearRuns is the longest list of runs scanned as it is.
+const linearRuns = 32
+
 func (rs *runs) add(r run) {
+	if !rs.sorted {
+		rs.v = append(rs.v, r)
+		if len(rs.v) <= linearRuns {
+			return
+		}
+		slices.SortStableFunc(rs.v, func(a, b run) int { return cmp.Compare(a.c0, b.c0) })
+		rs.end, rs.sorted = rs.end[:0], true
+		for k, w := range rs.v {
+			e := w.c0 + w.n
+			if k > 0 {
+				e = max(e, rs.end[k-1])
+			}
+			rs.end = append(rs.end, e)
+		}
+		return
+	}
 	i := sort.Search(len(rs.v), func(i int) bool { return rs.v[i].c0 > r.c0 })
 	rs.v = slices.Insert(rs.v, i, r)
 	rs.end = slices.Insert(rs.end, i, 0)
@@ -546,18 +570,28 @@ func (rs *runs) add(r run) {
 }
 
 // clashes reports whether r and a run of rs touch the same memory
-// element in the same cycle. The runs before the first whose running end
-// passes r.c0 all end by r.c0, and those from the first that starts at or
-// after r's end start too late: only the ones between can overlap r.
-// On a clash, from is the first cycle at which r, started later, may stop
-// clashing: r.c0+1 in general, but when r and the run it clashes with
-// each lie within one element (the same one, then) they clash in every
-// cycle they share, so until r starts at the run's end.
+// element in the same cycle. Sorted, the runs before the first whose
+// running end passes r.c0 all end by r.c0, and those from the first that
+// starts at or after r's end start too late: only the ones between can
+// overlap r. On a clash, from is the first cycle at which r, started
+// later, may stop clashing: r.c0+1 in general, but when r and the run it
+// clashes with each lie within one element (the same one, then) they
+// clash in every cycle they share, so until r starts at the run's end.
 func (rs *runs) clashes(r run) (hit bool, from int) {
-	v, ends := rs.v, rs.end
-	i := sort.Search(len(ends), func(i int) bool { return ends[i] > r.c0 })
-	for ; i < len(v) && v[i].c0 < r.c0+r.n; i++ {
-		if w := v[i]; r.c0 < w.c0+w.n && clash(r, w) {
+	v, i := rs.v, 0
+	if rs.sorted {
+		ends := rs.end
+		i = sort.Search(len(ends), func(i int) bool { return ends[i] > r.c0 })
+	}
+	for ; i < len(v); i++ {
+		w := v[i]
+		if w.c0 >= r.c0+r.n {
+			if rs.sorted {
+				break
+			}
+			continue
+		}
+		if r.c0 < w.c0+w.n && clash(r, w) {
 			if r.oneElement() && w.oneElement() {
 				return true, w.c0 + w.n
 			}
@@ -588,9 +622,9 @@ type placement struct {
 
 // tileCaps bounds, per tile, the lengths of the lists a placement keeps
 // (whatever the order: each is at most one entry per send or receive
-// event the tile takes part in), so that place can carve every tile's
-// lists out of one allocation per kind instead of growing ~10^5 small
-// slices; in the default build that growth was a third of the
+// event the tile takes part in), so that place can take every tile's
+// lists from one buffer per kind (placeScratch) instead of growing ~10^5
+// small slices; in the default build that growth was a third of the
 // scheduler's time.
 type tileCaps struct {
 	out, mux, reads, writes, starts int
@@ -618,54 +652,80 @@ func (pr *problem) tileCapsOf() []tileCaps {
 	return c
 }
 
-// carve returns n consecutive zero-length slices of *buf with capacities
-// size(0..n-1); a full slice expression caps each, so that an append
-// beyond its bound (there is none) would reallocate rather than overwrite
-// the next tile's list.
-func carve[E any](caps []tileCaps, size func(*tileCaps) int) [][]E {
-	total := 0
-	for i := range caps {
-		total += size(&caps[i])
-	}
-	buf := make([]E, total)
-	out := make([][]E, len(caps))
-	at := 0
-	for i := range caps {
-		n := size(&caps[i])
-		out[i] = buf[at : at : at+n]
-		at += n
-	}
-	return out
+// arena hands out consecutive zero-length slices of one buffer, each
+// capped (a full slice expression) at the length asked for, so that an
+// append beyond its bound (there is none) would reallocate rather than
+// overwrite the next tile's list.
+type arena[E any] struct {
+	buf []E
+	at  int
 }
 
+// reset makes room for total elements, reusing the buffer when it is
+// large enough: nothing reads a list beyond its length, so what an
+// earlier placement left there does not matter.
+func (a *arena[E]) reset(total int) {
+	if cap(a.buf) < total {
+		a.buf = make([]E, total)
+	}
+	a.buf, a.at = a.buf[:cap(a.buf)], 0
+}
+
+func (a *arena[E]) take(n int) []E {
+	s := a.buf[a.at : a.at : a.at+n]
+	a.at += n
+	return s
+}
+
+// placeScratch is the memory of one placement: the tiles' states and the
+// lists they hold (bounded by problem.caps) and their control bitmaps.
+// Placements run by the hundred per build and allocating ~10 MB of fresh
+// memory each time was a good part of their time, so scratchPool keeps
+// it from one to the next; every list starts empty (a bitmap's words are
+// cleared as add extends it), so nothing of one placement reaches
+// another and the result does not depend on which scratch it got.
+type placeScratch struct {
+	tiles []tileState
+	ivs   arena[iv]
+	runs  arena[run]
+	ints  arena[int]
+	ctrls []evset
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(placeScratch) }}
+
 func (pr *problem) place(order []int, guard int) *placement {
-	tiles := make([]tileState, ipu21.Tiles)
-	{
-		caps := pr.caps
-		outs := carve[iv](caps, func(c *tileCaps) int { return c.out })
-		muxs := carve[iv](caps, func(c *tileCaps) int { return c.mux })
-		reads := carve[run](caps, func(c *tileCaps) int { return c.reads })
-		writes := carve[run](caps, func(c *tileCaps) int { return c.writes })
-		readEnds := carve[int](caps, func(c *tileCaps) int { return c.reads })
-		writeEnds := carve[int](caps, func(c *tileCaps) int { return c.writes })
+	sc := scratchPool.Get().(*placeScratch)
+	if sc.tiles == nil {
+		sc.tiles, sc.ctrls = make([]tileState, ipu21.Tiles), make([]evset, ipu21.Tiles)
+	}
+	tiles := sc.tiles
+	defer func() {
 		for t := range tiles {
-			tiles[t].out, tiles[t].mux = outs[t], muxs[t]
-			tiles[t].reads, tiles[t].writes = runs{reads[t], readEnds[t]}, runs{writes[t], writeEnds[t]}
+			sc.ctrls[t] = tiles[t].ctrls[:0]
 		}
-		if guard > 0 {
-			starts := carve[int](caps, func(c *tileCaps) int { return c.starts })
-			ctrls := ctrlPool.Get().(*[]evset)
-			defer func() {
-				for t := range *ctrls {
-					(*ctrls)[t] = tiles[t].ctrls[:0]
-				}
-				ctrlPool.Put(ctrls)
-			}()
-			if len(*ctrls) == 0 {
-				*ctrls = make([]evset, ipu21.Tiles)
-			}
-			for t := range tiles {
-				tiles[t].starts, tiles[t].ctrls = starts[t], (*ctrls)[t]
+		scratchPool.Put(sc)
+	}()
+	{
+		ni, nr, nn := 0, 0, 0
+		for i := range pr.caps {
+			c := &pr.caps[i]
+			ni += c.out + c.mux
+			nr += c.reads + c.writes
+			nn += c.reads + c.writes + c.starts
+		}
+		sc.ivs.reset(ni)
+		sc.runs.reset(nr)
+		sc.ints.reset(nn)
+		for t := range tiles {
+			c := &pr.caps[t]
+			tiles[t] = tileState{
+				out:    sc.ivs.take(c.out),
+				mux:    sc.ivs.take(c.mux),
+				reads:  runs{v: sc.runs.take(c.reads), end: sc.ints.take(c.reads)},
+				writes: runs{v: sc.runs.take(c.writes), end: sc.ints.take(c.writes)},
+				starts: sc.ints.take(c.starts),
+				ctrls:  sc.ctrls[t],
 			}
 		}
 	}
@@ -779,18 +839,11 @@ func inGuard(starts []int, e, g int) bool {
 // evset is a set of events (non-negative: every event of a placement
 // is, since a send issues at timeline >= 0 and its windows open at event
 // >= 1), a bitmap grown as needed. A tile's control events were a sorted
-// slice, but a busy receiver takes thousands and the scheduler inserts
-// them out of order, so the shifting cost more than the rest of place;
-// set and query are O(1) here, and the bitmap is no larger than the list
-// where there are many events (a word per 64 events of the horizon).
+// slice, three or five inserted per receive and out of order, and the
+// searching and shifting of the 10^5 inserts of a large phase's placement
+// cost more than the rest of place; set and query are O(1) here, at a
+// word per 64 events of the tile's span.
 type evset []uint64
-
-// ctrlPool keeps the tiles' control bitmaps (*[]evset, emptied) from one
-// placement to the next: placements run by the hundred per build and
-// growing ~1500 bitmaps each time cost more than setting their bits. Only
-// capacity is reused (add clears every word it extends the set over), so
-// nothing of one placement reaches another.
-var ctrlPool = sync.Pool{New: func() any { return new([]evset) }}
 
 func (s *evset) add(e int) {
 	w := e >> 6

@@ -55,7 +55,14 @@ type Use struct {
 
 // uses lists the intervals of a placement, by tile, then start, then kind.
 func uses(pr *problem, pl *placement) []Use {
-	var out []Use
+	n := 0
+	for i := range pr.xs {
+		n += 1 + len(pr.xs[i].dsts)
+		if pr.xs[i].paired {
+			n++
+		}
+	}
+	out := make([]Use, 0, n)
 	for i := range pr.xs {
 		x := &pr.xs[i]
 		ts := pl.ts[i]
