@@ -681,15 +681,16 @@ func (a *arena[E]) take(n int) []E {
 // lists they hold (bounded by problem.caps) and their control bitmaps.
 // Placements run by the hundred per build and allocating ~10 MB of fresh
 // memory each time was a good part of their time, so scratchPool keeps
-// it from one to the next; every list starts empty (a bitmap's words are
-// cleared as add extends it), so nothing of one placement reaches
+// it from one to the next; every list starts empty and every bitmap
+// block is cleared when handed out, so nothing of one placement reaches
 // another and the result does not depend on which scratch it got.
 type placeScratch struct {
-	tiles []tileState
-	ivs   arena[iv]
-	runs  arena[run]
-	ints  arena[int]
-	ctrls []evset
+	tiles  []tileState
+	ivs    arena[iv]
+	runs   arena[run]
+	ints   arena[int]
+	ctrls  []evset
+	blocks blockArena
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(placeScratch) }}
@@ -715,6 +716,7 @@ func (pr *problem) place(order []int, guard int) *placement {
 			nn += c.reads + c.writes + c.starts
 		}
 		sc.ivs.reset(ni)
+		sc.blocks.reset()
 		sc.runs.reset(nr)
 		sc.ints.reset(nn)
 		for t := range tiles {
@@ -785,7 +787,7 @@ func (pr *problem) place(order []int, guard int) *placement {
 			if guard > 0 {
 				evs = x.ctrlEvents(evs[:0], j, u0)
 				for _, e := range evs {
-					ds.ctrls.add(e)
+					ds.ctrls.add(e, &sc.blocks)
 				}
 			}
 		}
@@ -838,24 +840,55 @@ func inGuard(starts []int, e, g int) bool {
 
 // evset is a set of events (non-negative: every event of a placement
 // is, since a send issues at timeline >= 0 and its windows open at event
-// >= 1), a bitmap grown as needed. A tile's control events were a sorted
-// slice, three or five inserted per receive and out of order, and the
-// searching and shifting of the 10^5 inserts of a large phase's placement
-// cost more than the rest of place; set and query are O(1) here, at a
-// word per 64 events of the tile's span.
-type evset []uint64
+// >= 1): a bitmap in blocks of 4096 events, a block only where the set
+// has an event. A tile's control events were a sorted slice, three or
+// five inserted per receive and out of order, and the searching and
+// shifting of the 10^5 inserts of a large phase's placement cost more
+// than the rest of place; set and query are O(1) here. Blocks, not one
+// bitmap over the tile's span: a phase of few long transfers (the
+// default build's first, 46,464 events) would clear 8 MB per placement.
+type evset []*evBlock // by event / 4096; nil: no event there
 
-func (s *evset) add(e int) {
-	w := e >> 6
-	if w >= len(*s) {
-		*s = append(*s, make([]uint64, w+1-len(*s))...)
+type evBlock [64]uint64
+
+func (s *evset) add(e int, a *blockArena) {
+	b := e >> 12
+	if b >= len(*s) {
+		*s = append(*s, make([]*evBlock, b+1-len(*s))...)
 	}
-	(*s)[w] |= 1 << (e & 63)
+	if (*s)[b] == nil {
+		(*s)[b] = a.take()
+	}
+	(*s)[b][e>>6&63] |= 1 << (e & 63)
 }
 
 func (s evset) has(e int) bool {
-	w := e >> 6
-	return w < len(s) && s[w]>>(e&63)&1 != 0
+	b := e >> 12
+	return b < len(s) && s[b] != nil && s[b][e>>6&63]>>(e&63)&1 != 0
+}
+
+// blockArena hands out cleared blocks from chunks kept from one
+// placement to the next (placeScratch).
+type blockArena struct {
+	chunks [][]evBlock
+	c, at  int // the next block: chunks[c][at]
+}
+
+const blocksPerChunk = 256
+
+func (a *blockArena) reset() { a.c, a.at = 0, 0 }
+
+func (a *blockArena) take() *evBlock {
+	if a.c < len(a.chunks) && a.at == blocksPerChunk {
+		a.c, a.at = a.c+1, 0
+	}
+	if a.c == len(a.chunks) {
+		a.chunks = append(a.chunks, make([]evBlock, blocksPerChunk))
+	}
+	b := &a.chunks[a.c][a.at]
+	a.at++
+	*b = evBlock{}
+	return b
 }
 
 // anyIn reports whether the set has an event in [lo, hi), hi-lo being a
