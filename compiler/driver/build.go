@@ -325,16 +325,8 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 				return err
 			}
 			res.Plan, addrs, scheds = f.plan, f.addrs, f.scheds
-			// The rerank scheduled the chosen finalist at its final
-			// addresses, so its schedules are reused as they are; they
-			// are validated once more, independently of how they were
-			// built, before they become the package's exchange rows.
-			for _, s := range scheds {
-				if err := s.Validate(); err != nil {
-					return fmt.Errorf("exchange phase %d: the reused schedule fails validation: %w", s.Phase.ID, err)
-				}
-				log.Info("reused exchange optimization after validating rows", "phase", s.Phase.ID, "relocated", false,
-					"horizon", s.Horizon, "endpoint_lower_bound", s.LowerBound, "target", exchange.TargetHorizon(s.LowerBound))
+			if err := validateReused(scheds, log); err != nil {
+				return err
 			}
 			choice := res.Plan.Choice()
 			res.Recipe.Plan = &choice
@@ -529,6 +521,26 @@ func rerank(fins []*finalist, log *slog.Logger) (*finalist, error) {
 	log.Info("costed final placed program", "rank", best.rank, "final_cycles", final.Total, "final_exchange", final.Exchange,
 		"estimated_cycles", best.plan.Estimate.Total, "ranked_cycles", best.low.Total)
 	return best, nil
+}
+
+// validateReused validates the chosen finalist's schedules: the rerank
+// scheduled it at its final addresses, so its schedules are reused as
+// they are; they are validated once more, independently of how they were
+// built, before they become the package's exchange rows. The phases are
+// validated concurrently (Validate only reads its schedule); the first
+// failure in phase order is reported and the lines are logged in phase
+// order, as validating one phase after another would.
+func validateReused(scheds []*exchange.Schedule, log *slog.Logger) error {
+	errs := make([]error, len(scheds))
+	parallelDo(len(scheds), func(i int) { errs[i] = scheds[i].Validate() })
+	for i, s := range scheds {
+		if err := errs[i]; err != nil {
+			return fmt.Errorf("exchange phase %d: the reused schedule fails validation: %w", s.Phase.ID, err)
+		}
+		log.Info("reused exchange optimization after validating rows", "phase", s.Phase.ID, "relocated", false,
+			"horizon", s.Horizon, "endpoint_lower_bound", s.LowerBound, "target", exchange.TargetHorizon(s.LowerBound))
+	}
+	return nil
 }
 
 // finish schedules again, with every round, the chosen finalist's phases

@@ -71,7 +71,7 @@ func PlaceAll(pl *low.Plan) ([]Addresses, error) {
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
 		bufs := append(append([]low.Buffer(nil), t.Buffers...), sampleBuffer(pl, t))
-		key := fmt.Sprint(bufs)
+		key := buffersKey(bufs)
 		if a, ok := memo[key]; ok {
 			out[l] = a
 			continue
@@ -84,6 +84,31 @@ func PlaceAll(pl *low.Plan) ([]Addresses, error) {
 		out[l] = a
 	}
 	return out, nil
+}
+
+// buffersKey encodes everything place.Place reads of bufs, fields
+// length-prefixed so that distinct lists give distinct keys: PlaceAll
+// memoises placements by it (tiles of one grid position share a work
+// list). It was fmt.Sprint(bufs), most of place_storage's time.
+func buffersKey(bufs []low.Buffer) string {
+	b := make([]byte, 0, 64*len(bufs))
+	u := func(v int) { b = binary.AppendVarint(b, int64(v)) }
+	str := func(s string) { u(len(s)); b = append(b, s...) }
+	u(len(bufs))
+	for i := range bufs {
+		f := &bufs[i]
+		str(f.Name)
+		u(f.Bytes)
+		u(f.Align)
+		u(int(f.Region))
+		u(f.Live[0])
+		u(f.Live[1])
+		u(len(f.Apart))
+		for _, a := range f.Apart {
+			str(a)
+		}
+	}
+	return string(b)
 }
 
 // Exchanges schedules every exchange phase.

@@ -54,7 +54,49 @@ func TimedSteps(pl *low.Plan, t *low.TileProgram) []TimedStep {
 
 // ringSamples reports whether the tile's loops are sampled per iteration.
 func ringSamples(pl *low.Plan, t *low.TileProgram) bool {
-	return len(timedSteps(pl, t, true))+1 <= MaxSampleWords
+	return countSteps(t, true)+1 <= MaxSampleWords
+}
+
+// countSteps is len(timedSteps(pl, t, ring)) without building the steps
+// (their names are formatted strings): placement sizes every tile's sample
+// area, some 10^5 times a build, and only needs the count. It follows
+// timedSteps case by case (TestCountSteps compares them).
+func countSteps(t *low.TileProgram, ring bool) int {
+	var count func(ops []low.Op) int
+	count = func(ops []low.Op) int {
+		n := 0
+		for i := range ops {
+			switch op := &ops[i]; op.Kind {
+			case low.OpKernel, low.OpHostCopy, low.OpHostSync:
+				n++
+			case low.OpExchange:
+				n += 2 // its sync step and its exchange step
+			case low.OpLoop:
+				if !ring {
+					n++
+					continue
+				}
+				n += max(op.Count, 0) * count(op.Body) // timedSteps visits the body Count times
+			}
+		}
+		return n
+	}
+	run := t.Calls[1]
+	for i := range run {
+		if run[i].Kind != low.OpSample || run[i].Sample != 0 {
+			continue
+		}
+		j := i + 1
+		for j < len(run) && run[j].Kind != low.OpSample {
+			j++
+		}
+		n := count(run[i+1 : j])
+		if j < len(run) {
+			n++ // run.end
+		}
+		return n
+	}
+	return 0
 }
 
 func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
@@ -110,7 +152,7 @@ func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
 // SampleWords is the size in words of a tile's sample area: the cursor,
 // one per step but run.end, and the scratch word.
 func SampleWords(pl *low.Plan, t *low.TileProgram) int {
-	return len(TimedSteps(pl, t)) + 1
+	return countSteps(t, ringSamples(pl, t)) + 1
 }
 
 // sampleBuffer is the tile's sample area as a buffer to place.

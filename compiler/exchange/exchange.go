@@ -438,18 +438,26 @@ func Build(p Phase, opt Options) (*Schedule, error) {
 		progs  []Program
 		err    error
 	)
+	// The first choice's windows are listed while its rows are emitted
+	// (again for another choice, should the rows fail).
+	first := choices[0].a
+	var firstUses []Use
+	wg.Go(func() { firstUses = uses(first.pr, first.pl) })
 	for _, c := range choices {
 		r, splits = c.a, c.splits
 		if progs, err = emitAll(r.pr, r.pl); err == nil {
 			break
 		}
 	}
+	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("exchange phase %d: %w", p.ID, err)
 	}
 	s := &Schedule{Phase: p, LowerBound: r.pr.lowerBound, Guard: r.guard, PairedSends: r.pr.paired, SplitSends: splits, Compared: cmpr}
 	s.Tiles = progs
-	s.uses = uses(r.pr, r.pl)
+	if s.uses = firstUses; r != first {
+		s.uses = uses(r.pr, r.pl)
+	}
 	for i := range progs {
 		s.Horizon = max(s.Horizon, progs[i].Events)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/ipustack/ipustack/ipu21"
 )
@@ -78,7 +79,8 @@ type problem struct {
 	lowerBound int
 	send, recv []int // events per tile (sends include the partner reservation)
 	hasDeps    bool
-	paired     int // paired parts
+	paired     int        // paired parts
+	caps       []tileCaps // by tile (tileCapsOf)
 }
 
 // ordinaryParts sends every transfer of p whole, as 32-bit words unless
@@ -148,6 +150,7 @@ func newProblem(p *Phase, parts []part) *problem {
 		}
 	}
 	pr.findDeps()
+	pr.caps = pr.tileCapsOf()
 	return pr
 }
 
@@ -517,10 +520,97 @@ func clash(a, b run) bool {
 	return false
 }
 
+// runs is a tile's reads or its writes. extraOK asks, for every
+// candidate timeline, whether a run clashes with any of the tile's. A few
+// runs are scanned, in the order they came; past linearRuns they are kept
+// sorted by first cycle, with the running maximum of their ends (end[i]:
+// the latest end among v[:i+1], nondecreasing), so that only the runs
+// that overlap the candidate in time are looked at: scanning them all
+// made chunked phases quadratic (the second round of a 64-tile build's
+// multicast), while keeping short lists sorted cost the default build
+// more than it saved. Neither the order nor the switch changes an
+// answer: clashes reports whether any run clashes, and its bound holds
+// for whichever clashing run it finds.
+type runs struct {
+	v      []run
+	end    []int
+	sorted bool
+}
+
+// linearRuns is the longest list of runs scanned as it is.
+const linearRuns = 32
+
+func (rs *runs) add(r run) {
+	if !rs.sorted {
+		rs.v = append(rs.v, r)
+		if len(rs.v) <= linearRuns {
+			return
+		}
+		slices.SortStableFunc(rs.v, func(a, b run) int { return cmp.Compare(a.c0, b.c0) })
+		rs.end, rs.sorted = rs.end[:0], true
+		for k, w := range rs.v {
+			e := w.c0 + w.n
+			if k > 0 {
+				e = max(e, rs.end[k-1])
+			}
+			rs.end = append(rs.end, e)
+		}
+		return
+	}
+	i := sort.Search(len(rs.v), func(i int) bool { return rs.v[i].c0 > r.c0 })
+	rs.v = slices.Insert(rs.v, i, r)
+	rs.end = slices.Insert(rs.end, i, 0)
+	for k := i; k < len(rs.v); k++ {
+		e := rs.v[k].c0 + rs.v[k].n
+		if k > 0 {
+			e = max(e, rs.end[k-1])
+		}
+		rs.end[k] = e
+	}
+}
+
+// clashes reports whether r and a run of rs touch the same memory
+// element in the same cycle. Sorted, the runs before the first whose
+// running end passes r.c0 all end by r.c0, and those from the first that
+// starts at or after r's end start too late: only the ones between can
+// overlap r. On a clash, from is the first cycle at which r, started
+// later, may stop clashing: r.c0+1 in general, but when r and the run it
+// clashes with each lie within one element (the same one, then) they
+// clash in every cycle they share, so until r starts at the run's end.
+func (rs *runs) clashes(r run) (hit bool, from int) {
+	v, i := rs.v, 0
+	if rs.sorted {
+		ends := rs.end
+		i = sort.Search(len(ends), func(i int) bool { return ends[i] > r.c0 })
+	}
+	for ; i < len(v); i++ {
+		w := v[i]
+		if w.c0 >= r.c0+r.n {
+			if rs.sorted {
+				break
+			}
+			continue
+		}
+		if r.c0 < w.c0+w.n && clash(r, w) {
+			if r.oneElement() && w.oneElement() {
+				return true, w.c0 + w.n
+			}
+			return true, r.c0 + 1
+		}
+	}
+	return false, 0
+}
+
+// oneElement reports whether every item of r lies in one memory element
+// (elements are contiguous address ranges, so its first and last do).
+func (r run) oneElement() bool {
+	return ipu21.Element(r.addr) == ipu21.Element(r.addr+r.stride()*uint32(r.n-1))
+}
+
 type tileState struct {
 	out, mux      ivset
-	reads, writes []run
-	ctrls         []int // control events (kept only with a guard)
+	reads, writes runs
+	ctrls         evset // control events (kept only with a guard)
 	starts        []int // send first events (kept only with a guard)
 	end           int   // the row's events
 }
@@ -530,14 +620,118 @@ type placement struct {
 	horizon int
 }
 
-func (pr *problem) place(order []int, guard int) *placement {
-	tiles := make([]*tileState, ipu21.Tiles)
-	st := func(t int) *tileState {
-		if tiles[t] == nil {
-			tiles[t] = &tileState{}
+// tileCaps bounds, per tile, the lengths of the lists a placement keeps
+// (whatever the order: each is at most one entry per send or receive
+// event the tile takes part in), so that place can take every tile's
+// lists from one buffer per kind (placeScratch) instead of growing ~10^5
+// small slices; in the default build that growth was a third of the
+// scheduler's time.
+type tileCaps struct {
+	out, mux, reads, writes, starts int
+}
+
+// tileCapsOf computes problem.caps: out counts the tile's sends and its
+// partner's paired sends (which borrow its lane), mux and writes its
+// receives.
+func (pr *problem) tileCapsOf() []tileCaps {
+	c := make([]tileCaps, ipu21.Tiles)
+	for i := range pr.xs {
+		x := &pr.xs[i]
+		s := &c[x.src]
+		s.out++
+		s.reads++
+		s.starts++
+		if x.paired {
+			c[ipu21.Partner(x.src)].out++
 		}
-		return tiles[t]
+		for _, d := range x.dsts {
+			c[d].mux++
+			c[d].writes++
+		}
 	}
+	return c
+}
+
+// arena hands out consecutive zero-length slices of one buffer, each
+// capped (a full slice expression) at the length asked for, so that an
+// append beyond its bound (there is none) would reallocate rather than
+// overwrite the next tile's list.
+type arena[E any] struct {
+	buf []E
+	at  int
+}
+
+// reset makes room for total elements, reusing the buffer when it is
+// large enough: nothing reads a list beyond its length, so what an
+// earlier placement left there does not matter.
+func (a *arena[E]) reset(total int) {
+	if cap(a.buf) < total {
+		a.buf = make([]E, total)
+	}
+	a.buf, a.at = a.buf[:cap(a.buf)], 0
+}
+
+func (a *arena[E]) take(n int) []E {
+	s := a.buf[a.at : a.at : a.at+n]
+	a.at += n
+	return s
+}
+
+// placeScratch is the memory of one placement: the tiles' states and the
+// lists they hold (bounded by problem.caps) and their control bitmaps.
+// Placements run by the hundred per build and allocating ~10 MB of fresh
+// memory each time was a good part of their time, so scratchPool keeps
+// it from one to the next; every list starts empty and every bitmap
+// block is cleared when handed out, so nothing of one placement reaches
+// another and the result does not depend on which scratch it got.
+type placeScratch struct {
+	tiles  []tileState
+	ivs    arena[iv]
+	runs   arena[run]
+	ints   arena[int]
+	ctrls  []evset
+	blocks blockArena
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(placeScratch) }}
+
+func (pr *problem) place(order []int, guard int) *placement {
+	sc := scratchPool.Get().(*placeScratch)
+	if sc.tiles == nil {
+		sc.tiles, sc.ctrls = make([]tileState, ipu21.Tiles), make([]evset, ipu21.Tiles)
+	}
+	tiles := sc.tiles
+	defer func() {
+		for t := range tiles {
+			sc.ctrls[t] = tiles[t].ctrls[:0]
+		}
+		scratchPool.Put(sc)
+	}()
+	{
+		ni, nr, nn := 0, 0, 0
+		for i := range pr.caps {
+			c := &pr.caps[i]
+			ni += c.out + c.mux
+			nr += c.reads + c.writes
+			nn += c.reads + c.writes + c.starts
+		}
+		sc.ivs.reset(ni)
+		sc.blocks.reset()
+		sc.runs.reset(nr)
+		sc.ints.reset(nn)
+		for t := range tiles {
+			c := &pr.caps[t]
+			tiles[t] = tileState{
+				out:    sc.ivs.take(c.out),
+				mux:    sc.ivs.take(c.mux),
+				reads:  runs{v: sc.runs.take(c.reads), end: sc.ints.take(c.reads)},
+				writes: runs{v: sc.runs.take(c.writes), end: sc.ints.take(c.writes)},
+				starts: sc.ints.take(c.starts),
+				ctrls:  sc.ctrls[t],
+			}
+		}
+	}
+	st := func(t int) *tileState { return &tiles[t] }
 	pl := &placement{ts: make([]int, len(pr.xs))}
 	var evs []int
 	for _, i := range order {
@@ -568,8 +762,8 @@ func (pr *problem) place(order []int, guard int) *placement {
 				ts = t
 				continue
 			}
-			if !pr.extraOK(x, ts, s, st, guard) {
-				ts++
+			if ok, next := pr.extraOK(x, ts, s, st, guard); !ok {
+				ts = max(ts+1, next)
 				continue
 			}
 			break
@@ -579,7 +773,7 @@ func (pr *problem) place(order []int, guard int) *placement {
 		if lane != nil {
 			lane.out.add(ts+1, ts+1+x.n)
 		}
-		s.reads = append(s.reads, run{ts + 1, x.n, x.saddr, x.size})
+		s.reads.add(run{ts + 1, x.n, x.saddr, x.size})
 		s.end = max(s.end, ts+x.n)
 		if guard > 0 {
 			s.starts = insertSorted(s.starts, ts+1)
@@ -588,20 +782,20 @@ func (pr *problem) place(order []int, guard int) *placement {
 			ds := st(d)
 			u0 := ts + 1 + x.ttm[j]
 			ds.mux.add(u0-pre, u0+x.n+post)
-			ds.writes = append(ds.writes, run{u0 + x.lat[j], x.n, x.daddr[j], x.size})
+			ds.writes.add(run{u0 + x.lat[j], x.n, x.daddr[j], x.size})
 			ds.end = max(ds.end, u0+x.lat[j]+x.n)
 			if guard > 0 {
 				evs = x.ctrlEvents(evs[:0], j, u0)
 				for _, e := range evs {
-					ds.ctrls = insertSorted(ds.ctrls, e)
+					ds.ctrls.add(e, &sc.blocks)
 				}
 			}
 		}
 	}
-	for _, t := range tiles {
-		if t != nil {
-			pl.horizon = max(pl.horizon, t.end)
-		}
+	// Tiles without a send or receive keep end 0, which leaves the
+	// horizon (at least 0) as it is.
+	for t := range tiles {
+		pl.horizon = max(pl.horizon, tiles[t].end)
 	}
 	return pl
 }
@@ -644,43 +838,105 @@ func inGuard(starts []int, e, g int) bool {
 	return i < len(starts) && starts[i] <= e
 }
 
-// anyIn reports whether sorted v has an element in [lo, hi).
-func anyIn(v []int, lo, hi int) bool {
-	i := sort.SearchInts(v, lo)
-	return i < len(v) && v[i] < hi
+// evset is a set of events (non-negative: every event of a placement
+// is, since a send issues at timeline >= 0 and its windows open at event
+// >= 1): a bitmap in blocks of 4096 events, a block only where the set
+// has an event. A tile's control events were a sorted slice, three or
+// five inserted per receive and out of order, and the searching and
+// shifting of the 10^5 inserts of a large phase's placement cost more
+// than the rest of place; set and query are O(1) here. Blocks, not one
+// bitmap over the tile's span: a phase of few long transfers (the
+// default build's first, 46,464 events) would clear 8 MB per placement.
+type evset []*evBlock // by event / 4096; nil: no event there
+
+type evBlock [64]uint64
+
+func (s *evset) add(e int, a *blockArena) {
+	b := e >> 12
+	if b >= len(*s) {
+		*s = append(*s, make([]*evBlock, b+1-len(*s))...)
+	}
+	if (*s)[b] == nil {
+		(*s)[b] = a.take()
+	}
+	(*s)[b][e>>6&63] |= 1 << (e & 63)
+}
+
+func (s evset) has(e int) bool {
+	b := e >> 12
+	return b < len(s) && s[b] != nil && s[b][e>>6&63]>>(e&63)&1 != 0
+}
+
+// blockArena hands out cleared blocks from chunks kept from one
+// placement to the next (placeScratch).
+type blockArena struct {
+	chunks [][]evBlock
+	c, at  int // the next block: chunks[c][at]
+}
+
+const blocksPerChunk = 256
+
+func (a *blockArena) reset() { a.c, a.at = 0, 0 }
+
+func (a *blockArena) take() *evBlock {
+	if a.c < len(a.chunks) && a.at == blocksPerChunk {
+		a.c, a.at = a.c+1, 0
+	}
+	if a.c == len(a.chunks) {
+		a.chunks = append(a.chunks, make([]evBlock, blocksPerChunk))
+	}
+	b := &a.chunks[a.c][a.at]
+	a.at++
+	*b = evBlock{}
+	return b
+}
+
+// anyIn reports whether the set has an event in [lo, hi), hi-lo being a
+// guard (a few events).
+func (s evset) anyIn(lo, hi int) bool {
+	for e := max(lo, 0); e < hi; e++ {
+		if s.has(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // extraOK checks a candidate send timeline against memory-element clashes
-// and the control guard on the source and every destination.
-func (pr *problem) extraOK(x *xfer, ts int, s *tileState, st func(int) *tileState, guard int) bool {
+// and the control guard on the source and every destination. When it
+// fails, every timeline in [ts, next) fails too (next may be ts or less:
+// nothing known), so place may go on from next rather than ts+1 and still
+// find the earliest timeline that passes. A clash of two runs each within
+// one element gives such a next: they clash as long as they overlap in
+// time, and the candidate run only moves later. Chunked phases (32-word
+// runs in 16 KiB elements) spent nearly all their time stepping one
+// timeline at a time past such clashes (160 M steps for the 64-tile
+// build's multicast).
+func (pr *problem) extraOK(x *xfer, ts int, s *tileState, st func(int) *tileState, guard int) (ok bool, next int) {
 	r := run{ts + 1, x.n, x.saddr, x.size}
-	for _, w := range s.writes {
-		if w.c0 < r.c0+r.n && r.c0 < w.c0+w.n && clash(r, w) {
-			return false
-		}
+	if hit, from := s.writes.clashes(r); hit {
+		return false, from - 1 // r starts at ts'+1
 	}
-	if guard > 0 && anyIn(s.ctrls, ts+1, ts+1+guard) {
-		return false
+	if guard > 0 && s.ctrls.anyIn(ts+1, ts+1+guard) {
+		return false, ts
 	}
 	var evs [5]int
 	for j, d := range x.dsts {
 		ds := st(d)
 		u0 := ts + 1 + x.ttm[j]
 		w := run{u0 + x.lat[j], x.n, x.daddr[j], x.size}
-		for _, rr := range ds.reads {
-			if w.c0 < rr.c0+rr.n && rr.c0 < w.c0+w.n && clash(rr, w) {
-				return false
-			}
+		if hit, from := ds.reads.clashes(w); hit {
+			return false, from - 1 - x.ttm[j] - x.lat[j] // w starts at ts'+1+ttm+lat
 		}
 		if guard > 0 {
 			for _, e := range x.ctrlEvents(evs[:0], j, u0) {
 				if inGuard(ds.starts, e, guard) {
-					return false
+					return false, ts
 				}
 			}
 		}
 	}
-	return true
+	return true, ts
 }
 
 // intHeap is a small binary heap of ints with a custom order.

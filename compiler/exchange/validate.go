@@ -46,6 +46,11 @@ import (
 //     the endpoint bound of the sends and writes the rows make.
 func (s *Schedule) Validate() error {
 	v := &validator{s: s, tiles: map[int]*vtile{}}
+	// Rows decode independently, so concurrently; the checks then go in
+	// tile order, so the error is the one decoding in order would give.
+	rows := make([]*vtile, len(s.Tiles))
+	errs := make([]error, len(s.Tiles))
+	parallelFor(len(s.Tiles), func(i int) { rows[i], errs[i] = decodeRow(&s.Tiles[i], s.Guard) })
 	for i := range s.Tiles {
 		p := &s.Tiles[i]
 		if i > 0 && s.Tiles[i-1].Tile >= p.Tile {
@@ -54,11 +59,10 @@ func (s *Schedule) Validate() error {
 		if !ipu21.ValidPhysical(p.Tile) {
 			return fmt.Errorf("program for tile %d: not a physical tile", p.Tile)
 		}
-		t, err := decodeRow(p, s.Guard)
-		if err != nil {
+		if err := errs[i]; err != nil {
 			return fmt.Errorf("tile %d: %w", p.Tile, err)
 		}
-		v.tiles[p.Tile] = t
+		v.tiles[p.Tile] = rows[i]
 		v.order = append(v.order, p.Tile)
 	}
 	return v.check()
@@ -264,9 +268,13 @@ func (v *validator) check() error {
 			}
 		}
 	}
-	// Resolve every tile's receive paths.
-	for _, id := range v.order {
-		if err := v.resolve(v.tiles[id]); err != nil {
+	// Resolve every tile's receive paths: concurrently (a tile's resolve
+	// reads the other rows and writes only its own writes), the first
+	// error in tile order reported.
+	errs := make([]error, len(v.order))
+	parallelFor(len(v.order), func(k int) { errs[k] = v.resolve(v.tiles[v.order[k]]) })
+	for k, id := range v.order {
+		if err := errs[k]; err != nil {
 			return fmt.Errorf("tile %d: %w", id, err)
 		}
 	}

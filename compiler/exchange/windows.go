@@ -55,7 +55,14 @@ type Use struct {
 
 // uses lists the intervals of a placement, by tile, then start, then kind.
 func uses(pr *problem, pl *placement) []Use {
-	var out []Use
+	n := 0
+	for i := range pr.xs {
+		n += 1 + len(pr.xs[i].dsts)
+		if pr.xs[i].paired {
+			n++
+		}
+	}
+	out := make([]Use, 0, n)
 	for i := range pr.xs {
 		x := &pr.xs[i]
 		ts := pl.ts[i]
@@ -69,10 +76,29 @@ func uses(pr *problem, pl *placement) []Use {
 			out = append(out, Use{Tile: d, Kind: UseReceive, Start: u0, End: u0 + x.n, Latency: x.lat[j] + 1, Bytes: int(x.bytes()), Peer: x.src, Transfer: x.orig})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Use) int {
-		return cmp.Or(cmp.Compare(a.Tile, b.Tile), cmp.Compare(a.Start, b.Start), cmp.Compare(a.Kind, b.Kind))
-	})
-	return out
+	// A stable sort by tile, start and kind: bucketed by tile (a
+	// counting sort keeps the order within a tile), then each tile's few
+	// uses sorted stably, which is much cheaper than sorting ~10^5 uses
+	// at once.
+	at := make([]int, ipu21.Tiles+1)
+	for _, u := range out {
+		at[u.Tile+1]++
+	}
+	for t := 1; t <= ipu21.Tiles; t++ {
+		at[t] += at[t-1]
+	}
+	sorted := make([]Use, len(out))
+	next := slices.Clone(at[:ipu21.Tiles])
+	for _, u := range out {
+		sorted[next[u.Tile]] = u
+		next[u.Tile]++
+	}
+	for t := 0; t < ipu21.Tiles; t++ {
+		slices.SortStableFunc(sorted[at[t]:at[t+1]], func(a, b Use) int {
+			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Kind, b.Kind))
+		})
+	}
+	return sorted
 }
 
 // Windows returns the scheduled intervals of every tile of the phase:
