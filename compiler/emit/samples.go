@@ -81,7 +81,20 @@ func countSteps(t *low.TileProgram, ring bool) int {
 		}
 		return n
 	}
-	run := t.Calls[1]
+	body, end, ok := timedSpan(t.Calls[1])
+	if !ok {
+		return 0
+	}
+	n := count(body)
+	if end != nil {
+		n++ // run.end
+	}
+	return n
+}
+
+// timedSpan is the run call's timed ops: those after its run.start
+// sample (Sample 0) up to the next sample, which is end (nil: none).
+func timedSpan(run []low.Op) (body []low.Op, end *low.Op, ok bool) {
 	for i := range run {
 		if run[i].Kind != low.OpSample || run[i].Sample != 0 {
 			continue
@@ -90,13 +103,12 @@ func countSteps(t *low.TileProgram, ring bool) int {
 		for j < len(run) && run[j].Kind != low.OpSample {
 			j++
 		}
-		n := count(run[i+1 : j])
 		if j < len(run) {
-			n++ // run.end
+			end = &run[j]
 		}
-		return n
+		return run[i+1 : j], end, true
 	}
-	return 0
+	return nil, nil, false
 }
 
 func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
@@ -131,20 +143,11 @@ func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
 			}
 		}
 	}
-	run := t.Calls[1]
-	for i := range run {
-		if run[i].Kind != low.OpSample || run[i].Sample != 0 {
-			continue
+	if body, end, ok := timedSpan(t.Calls[1]); ok {
+		visit(body)
+		if end != nil {
+			out = append(out, TimedStep{Name: "run.end", Kind: "sync", Phase: -1, Op: end})
 		}
-		j := i + 1
-		for j < len(run) && run[j].Kind != low.OpSample {
-			j++
-		}
-		visit(run[i+1 : j])
-		if j < len(run) {
-			out = append(out, TimedStep{Name: "run.end", Kind: "sync", Phase: -1, Op: &run[j]})
-		}
-		break
 	}
 	return out
 }

@@ -240,24 +240,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		if slots {
 			in.Rows, in.PadRows = g0.TotalM, Q*g0.M
 		}
-		for k := 0; k < Q; k++ {
-			for l := 0; l < last.ActiveTiles(); l++ {
-				c, _ := cellOf(last, l)
-				lc, ok := outLoc(last, len(gs)-1, c)
-				if !ok {
-					continue
-				}
-				n := lc.rows.Len() * lc.cols.Len() * 2
-				ref := Ref{Buf: lc.buf}
-				if slots {
-					ref = Ref{Buf: "X", Off: k * n}
-				}
-				rows := mid.Span{Lo: k*g0.M + lc.rows.Lo, Hi: k*g0.M + lc.rows.Hi}
-				in.Slices = append(in.Slices, HostSlice{Tile: l, Ref: ref, Offset: in.Bytes, Length: n,
-					Block: &Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
-				in.Bytes += n
-			}
-		}
+		in.Slices, in.Bytes = resultSlices(last, len(gs)-1, Q, slots)
 	}
 	for i := 0; i < g0.Rows.Count && Q == 1 && !looped; i++ {
 		for q := 0; q < g0.Inner.Count; q++ {
@@ -320,24 +303,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	if Q > 1 {
 		out.Rows, out.PadRows = last.TotalM, Q*last.M
 	}
-	for k := 0; k < Q; k++ {
-		for l := 0; l < last.ActiveTiles(); l++ {
-			c, _ := cellOf(last, l)
-			lc, ok := outLoc(last, len(gs)-1, c)
-			if !ok {
-				continue
-			}
-			n := lc.rows.Len() * lc.cols.Len() * 2
-			rows := mid.Span{Lo: k*last.M + lc.rows.Lo, Hi: k*last.M + lc.rows.Hi}
-			ref := Ref{Buf: lc.buf, Off: k * n}
-			if slots {
-				ref = Ref{Buf: "X", Off: k * n}
-			}
-			out.Slices = append(out.Slices, HostSlice{Tile: l, Ref: ref, Offset: out.Bytes, Length: n,
-				Block: &Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
-			out.Bytes += n
-		}
-	}
+	out.Slices, out.Bytes = resultSlices(last, len(gs)-1, Q, slots)
 	pl.Outputs = []HostBinding{out}
 
 	// The weights phase of "initialize": grid row 0 multicasts each
@@ -649,6 +615,32 @@ func flatOps(ops []Op) []Op {
 		}
 	}
 	return out
+}
+
+// resultSlices are where the host reads the result of last (GEMM o) of
+// every one of Q chunks, chunk after chunk, each holder's block in AMP
+// output order: in its result buffer (every chunk's block, one after
+// another), or in a loop's slots X; a loop's input is written there too.
+func resultSlices(last *mid.GemmPlan, o, Q int, slots bool) (out []HostSlice, bytes int) {
+	for k := 0; k < Q; k++ {
+		for l := 0; l < last.ActiveTiles(); l++ {
+			c, _ := cellOf(last, l)
+			lc, ok := outLoc(last, o, c)
+			if !ok {
+				continue
+			}
+			n := lc.rows.Len() * lc.cols.Len() * 2
+			rows := mid.Span{Lo: k*last.M + lc.rows.Lo, Hi: k*last.M + lc.rows.Hi}
+			ref := Ref{Buf: lc.buf, Off: k * n}
+			if slots {
+				ref = Ref{Buf: "X", Off: k * n}
+			}
+			out = append(out, HostSlice{Tile: l, Ref: ref, Offset: bytes, Length: n,
+				Block: &Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
+			bytes += n
+		}
+	}
+	return out, bytes
 }
 
 // prevGemm is the GEMM whose result GEMM o of n reads: the one before, or
