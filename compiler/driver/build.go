@@ -191,13 +191,10 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	}
 	res, err := mid.Search(g, ipu21.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative, MaxPhases: maxPhases})
 	if err != nil {
-		// The planner's reasons for finding no plan all say what does
-		// not fit ("no candidate fits", "no plan fits", ...); any other
-		// is its check of the graph.
-		if strings.Contains(err.Error(), "fit") {
-			return nil, fmt.Errorf("does not fit: %w", err)
+		if _, ok := errors.AsType[*mid.UnsupportedError](err); ok {
+			return nil, fmt.Errorf("not supported yet (the planner, compiler/mid, takes a chain of GEMMs x[m][k] x w[k][n], each with an optional bias [n] and tanh GELU fused after it): %w", err)
 		}
-		return nil, fmt.Errorf("not supported yet (the planner, compiler/mid, takes a chain of GEMMs x[m][k] x w[k][n], each with an optional bias [n] and tanh GELU fused after it): %w", err)
+		return nil, fmt.Errorf("does not fit: %w", err)
 	}
 	for _, st := range res.Stats {
 		log.Info("construct_mid gemm candidates", "gemm", st.Name, "candidates", st.Candidates, "evaluated", st.Tried,

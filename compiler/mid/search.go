@@ -408,7 +408,7 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	opt.defaults(t)
 	ops, err := chain(g)
 	if err != nil {
-		return nil, err
+		return nil, &UnsupportedError{err}
 	}
 	budget := cost.DataBudget(t, opt.CodeReserve)
 	region1 := cost.InterleavedBudget(t)
@@ -696,6 +696,14 @@ func cyclicLayout(last *GemmPlan, in *graph.Node) *layout {
 	l.value, l.order = in, AMPOut
 	return &l
 }
+
+// UnsupportedError is Search's error for a graph the planner does not
+// take (an operation, a shape or a form it has no plan for), as opposed to
+// one it takes but finds no plan of that fits.
+type UnsupportedError struct{ Err error }
+
+func (e *UnsupportedError) Error() string { return e.Err.Error() }
+func (e *UnsupportedError) Unwrap() error { return e.Err }
 
 // chunkTries is how many chunk sizes beyond the first feasible one Search
 // tries (more chunks of fewer rows cost more phase overheads).
