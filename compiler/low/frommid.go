@@ -79,7 +79,27 @@ func (l loc) offset(r, c int) int {
 	return ((c-l.cols.Lo)/16*l.rows.Len() + (r - l.rows.Lo)) * 32
 }
 
-func bufName(kind string, o int) string { return fmt.Sprintf("%s%d", kind, o) }
+func bufName(kind string, o int) string {
+	if o >= 0 && o < len(bufNames) {
+		if n, ok := bufNames[o][kind]; ok {
+			return n
+		}
+	}
+	return kind + strconv.Itoa(o)
+}
+
+// bufNames are the usual buffer names, formatted once: the lowering asks
+// for them per tile and transfer, hundreds of thousands of times. Read
+// only after init (FromMid runs concurrently for the finalists).
+var bufNames = func() (t [64]map[string]string) {
+	for o := range t {
+		t[o] = map[string]string{}
+		for _, k := range []string{"B", "H", "L", "O", "R", "W", "Y"} {
+			t[o][k] = k + strconv.Itoa(o)
+		}
+	}
+	return t
+}()
 
 // outLoc is where cell c of g holds its part of g's result (false: the
 // cell holds none: an empty slice after the reduction).
@@ -470,7 +490,8 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					dst[d] = loc{bufName("L", o), g.Rows.Span(c.i), g.Inner.Span(c.p)}
 				}
 				for col := cs.Lo; col < cs.Hi; col += 16 {
-					x := XTransfer{Src: tr.From, SrcRef: Ref{Buf: s.buf, Off: s.offset(rs.Lo, col)}, Words: rs.Len() * 8}
+					x := XTransfer{Src: tr.From, SrcRef: Ref{Buf: s.buf, Off: s.offset(rs.Lo, col)}, Words: rs.Len() * 8,
+						Dsts: make([]XDest, 0, len(tr.To))}
 					for d, t := range tr.To {
 						x.Dsts = append(x.Dsts, XDest{Tile: t, Ref: Ref{Buf: dst[d].buf, Off: dst[d].offset(rs.Lo, col)}})
 					}
@@ -637,7 +658,16 @@ func walkOps(ops []Op, visit func(*Op)) {
 }
 
 // flatOps is ops with every loop unrolled (iteration k's refs advanced).
+// Ops without a loop are returned as they are, not copied: callers only
+// read the result (an unlooped plan's programs hold thousands of ops).
 func flatOps(ops []Op) []Op {
+	looped := false
+	for i := range ops {
+		looped = looped || ops[i].Kind == OpLoop
+	}
+	if !looped {
+		return ops
+	}
 	var out []Op
 	for _, op := range ops {
 		if op.Kind != OpLoop {

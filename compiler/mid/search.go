@@ -292,7 +292,6 @@ func estimate(m *models, g *GemmPlan) int64 {
 // state is a partial plan of the beam.
 type state struct {
 	gemms   []*GemmPlan
-	evals   []*opEval
 	cycles  int64
 	weights []int // per tile, all ops so far
 	r1      []int // per tile, of them in region 1
@@ -302,7 +301,7 @@ type state struct {
 	out     *layout
 	held    []int
 	// period: a looped plan's GEMMs per block (Plan.Period; 0: none).
-	// gemms then holds every block's GEMM, evals one block's.
+	// gemms then holds every block's GEMM.
 	period int
 	phases int // exchange stages so far
 	// pro, epi: a looped plan's per-chunk copies in row chunks (Plan.Prologue, Plan.Epilogue).
@@ -312,9 +311,13 @@ type state struct {
 // extend is s followed by GEMM g costed as e; blocks is how many blocks of
 // a looped plan share g's tiles (their weights add up; 1 otherwise).
 func (s *state) extend(g *GemmPlan, e *opEval, blocks int) *state {
-	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g), evals: append(append([]*opEval(nil), s.evals...), e),
+	// The four per-tile arrays share one allocation (the beam extends
+	// every state by dozens of candidates and drops most of them).
+	T := len(e.weights)
+	buf := make([]int, 4*T)
+	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g),
 		cycles: s.cycles + e.cycles*int64(g.Chunks), out: e.out, held: e.held, period: s.period, phases: s.phases + e.phases(),
-		weights: make([]int, len(e.weights)), r1: make([]int, len(e.r1)), work: make([]int, len(e.work)), fixed: make([]int, len(e.fixed))}
+		weights: buf[:T:T], r1: buf[T : 2*T : 2*T], work: buf[2*T : 3*T : 3*T], fixed: buf[3*T:]}
 	for t := range n.weights {
 		if s.weights != nil {
 			n.weights[t], n.r1[t], n.work[t], n.fixed[t] = s.weights[t], s.r1[t], s.work[t], s.fixed[t]
