@@ -57,6 +57,12 @@ import (
 // cell is a grid position of one GEMM.
 type cell struct{ i, j, p int }
 
+// why is "cell (i,j,p)", the start of a cell's ops' Why (built without
+// fmt: the lowering writes one per op, thousands per plan).
+func (c cell) why() string {
+	return "cell (" + strconv.Itoa(c.i) + "," + strconv.Itoa(c.j) + "," + strconv.Itoa(c.p) + ")"
+}
+
 // cellOf returns tile t's cell of g, if t is one.
 func cellOf(g *mid.GemmPlan, t int) (cell, bool) {
 	if t < 0 || t >= g.ActiveTiles() {
@@ -498,9 +504,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, x)
 				}
 			}
+			why := fmt.Sprintf("%s: rectangles of %s into the cells' left panels", name, g.Left.Name)
 			for l := range timed {
-				timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: g.Left.Name,
-					Why: fmt.Sprintf("%s: rectangles of %s into the cells' left panels", name, g.Left.Name)})
+				timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: g.Left.Name, Why: why})
 			}
 		}
 		// The GEMM, and without K-split its epilogue.
@@ -518,7 +524,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: kernels.GemmF16For(pl.Conservative),
 				Params: kernels.Params{"k": ks.Len(), "c": cs.Len(), "r": rs.Len()},
 				Args:   []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
-				Node:   name, Why: fmt.Sprintf("cell (%d,%d,%d): rows %v x cols %v, k %v", c.i, c.j, c.p, rs, cs, ks)})
+				Node:   name, Why: c.why() + ": rows " + rs.String() + " x cols " + cs.String() + ", k " + ks.String()})
 			if g.Inner.Count == 1 {
 				timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: O}, rs.Len(), cs.Len(), precise, c)...)
 			}
@@ -548,9 +554,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				Src: tr.From, SrcRef: Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}, Words: n / 2,
 				Dsts: []XDest{{Tile: tr.To[0], Ref: Ref{Buf: bufName("R", o), Off: from.p * n * 2}}}})
 		}
+		why := fmt.Sprintf("%s: reduce-scatter of the %d K-split partial sums", name, g.Inner.Count)
 		for l := range timed {
-			timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: name,
-				Why: fmt.Sprintf("%s: reduce-scatter of the %d K-split partial sums", name, g.Inner.Count)})
+			timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: name, Why: why})
 		}
 		for l := 0; l < g.ActiveTiles(); l++ {
 			c, _ := cellOf(g, l)
@@ -564,10 +570,10 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			timed[l] = append(timed[l],
 				Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n},
 					Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
-					Node: name, Why: fmt.Sprintf("cell (%d,%d,%d): own partial of slice %v beside the received ones", c.i, c.j, c.p, sl)},
+					Node: name, Why: c.why() + ": own partial of slice " + sl.String() + " beside the received ones"},
 				Op{Kind: OpKernel, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": g.Inner.Count},
 					Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
-					Node: name, Why: fmt.Sprintf("cell (%d,%d,%d): sum of %d partials of rows %v x cols %v", c.i, c.j, c.p, g.Inner.Count, g.Rows.Span(c.i), sl)})
+					Node: name, Why: c.why() + ": sum of " + strconv.Itoa(g.Inner.Count) + " partials of rows " + g.Rows.Span(c.i).String() + " x cols " + sl.String()})
 			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
@@ -701,10 +707,11 @@ func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 		return nil
 	}
 	var ops []Op
+	why := "own rows " + rs.String() + " x cols " + cs.String() + " of " + prev.Out.Name + " into the left panel"
 	for col := cs.Lo; col < cs.Hi; col += 16 {
 		ops = append(ops, Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": rs.Len() * 32},
 			Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
-			Node: prev.Out.Name, Why: fmt.Sprintf("own rows %v x cols %v of %s into the left panel", rs, cs, prev.Out.Name)})
+			Node: prev.Out.Name, Why: why})
 	}
 	return ops
 }
@@ -719,12 +726,12 @@ func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols, precise int, c cell) 
 		if e.Op == graph.OpAdd {
 			ops = append(ops, Op{Kind: OpKernel, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
 				Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
-				Node: e.Name, Why: fmt.Sprintf("cell (%d,%d,%d): bias in place", c.i, c.j, c.p)})
+				Node: e.Name, Why: c.why() + ": bias in place"})
 			continue
 		}
 		ops = append(ops, Op{Kind: OpKernel, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": precise},
 			Args: []Arg{{"$m2", blk}, {"$m3", blk}},
-			Node: e.Name, Why: fmt.Sprintf("cell (%d,%d,%d): activation in place", c.i, c.j, c.p)})
+			Node: e.Name, Why: c.why() + ": activation in place"})
 	}
 	return ops
 }

@@ -135,12 +135,14 @@ type models struct {
 	// conservative: cost the GEMM kernel kernels.GemmF16For(true) picks.
 	conservative bool
 	scratch      scratch
-	// outs and needs memoise outLayout and leftNeed per candidate: the
-	// beam evaluates each candidate against every beam state, and both
-	// depend on the plan alone (a GemmPlan is not modified once
-	// generated; the memoised values are only read).
+	// outs, needs and helds memoise outLayout, leftNeed and the result
+	// bytes per tile (keepHeld) per candidate: the beam evaluates each
+	// candidate against every beam state, and all three depend on the
+	// plan alone (a GemmPlan is not modified once generated; the
+	// memoised values are only read).
 	outs  map[*GemmPlan]*layout
 	needs map[*GemmPlan]*need
+	helds map[*GemmPlan][]int
 }
 
 // outLayout is outLayout(g), memoised.
@@ -154,6 +156,21 @@ func (m *models) outLayout(g *GemmPlan) *layout {
 		m.outs[g] = l
 	}
 	return l
+}
+
+// keepHeld is the memoised copy of h, candidate g's result bytes per
+// tile: they depend on the plan alone (its result blocks, its epilogue),
+// and states keep them (the next GEMM's prevHeld), read only.
+func (m *models) keepHeld(g *GemmPlan, h []int) []int {
+	k, ok := m.helds[g]
+	if !ok {
+		if m.helds == nil {
+			m.helds = map[*GemmPlan][]int{}
+		}
+		k = slices.Clone(h)
+		m.helds[g] = k
+	}
+	return k
 }
 
 // leftNeed is leftNeed(g), memoised.
@@ -176,12 +193,12 @@ func (m *models) leftNeed(g *GemmPlan) *need {
 // plans one after the other (it is sequential); reusing these instead of
 // allocating them per call removes most of its allocation.
 type scratch struct {
-	ints [7][]int
+	ints [8][]int
 	busy []int64
 }
 
 // zeroed returns the scratch arrays, tiles long and zeroed.
-func (s *scratch) zeroed(tiles int) (a [7][]int, busy []int64) {
+func (s *scratch) zeroed(tiles int) (a [8][]int, busy []int64) {
 	for i := range s.ints {
 		if cap(s.ints[i]) < tiles {
 			s.ints[i] = make([]int, tiles)
@@ -346,7 +363,8 @@ func outLayout(g *GemmPlan) *layout {
 // operand is: its stages (with Calls/Transfers only in detail mode), per-tile
 // memory, and the layout of its result. weights, r1, panel, work and fixed
 // are the models' scratch (valid until the next evalGemm: fold them into a
-// state with extend first); held and out are the evaluation's own.
+// state with extend first); held and out are memoised per candidate (read
+// only).
 type opEval struct {
 	stages  []Stage
 	cycles  int64
@@ -377,8 +395,9 @@ func (e *opEval) phases() int {
 // size of src's pieces (nil for host inputs: they are counted in work).
 func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, detail bool) *opEval {
 	a, busy := m.scratch.zeroed(tiles)
-	// held outlives the call (a state's held is the next GEMM's prevHeld).
-	e := &opEval{weights: a[0], r1: a[1], panel: a[2], work: a[3], held: make([]int, tiles), fixed: a[4]}
+	// held is computed in scratch too, then replaced by the candidate's
+	// memoised copy (m.keepHeld).
+	e := &opEval{weights: a[0], r1: a[1], panel: a[2], work: a[3], held: a[7], fixed: a[4]}
 	send, recv := a[5], a[6]
 	var tr []Transfer
 	emit := func(t Transfer) { tr = append(tr, t) }
@@ -461,7 +480,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 	}
 	addCompute(e, g.Node.Name+".gemm", busy, cs.calls)
 	if g.Inner.Count == 1 {
-		e.out = m.outLayout(g)
+		e.out, e.held = m.outLayout(g), m.keepHeld(g, e.held)
 		return e
 	}
 
@@ -531,7 +550,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 		}
 	}
 	addCompute(e, g.Node.Name+".reduce", busy, cs.calls)
-	e.out = m.outLayout(g)
+	e.out, e.held = m.outLayout(g), m.keepHeld(g, e.held)
 	return e
 }
 

@@ -311,10 +311,17 @@ type state struct {
 // extend is s followed by GEMM g costed as e; blocks is how many blocks of
 // a looped plan share g's tiles (their weights add up; 1 otherwise).
 func (s *state) extend(g *GemmPlan, e *opEval, blocks int) *state {
-	// The four per-tile arrays share one allocation (the beam extends
-	// every state by dozens of candidates and drops most of them).
+	return s.extendIn(make([]int, 4*len(e.weights)), g, e, blocks)
+}
+
+// extendIn is extend with the new state's four per-tile arrays in buf
+// (4 x tiles ints, overwritten): the beam extends every state by dozens
+// of candidates and drops many of them, so it reuses buf until a state
+// is kept.
+func (s *state) extendIn(buf []int, g *GemmPlan, e *opEval, blocks int) *state {
 	T := len(e.weights)
-	buf := make([]int, 4*T)
+	buf = buf[:4*T]
+	clear(buf)
 	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g),
 		cycles: s.cycles + e.cycles*int64(g.Chunks), out: e.out, held: e.held, period: s.period, phases: s.phases + e.phases(),
 		weights: buf[:T:T], r1: buf[T : 2*T : 2*T], work: buf[2*T : 3*T : 3*T], fixed: buf[3*T:]}
@@ -732,7 +739,13 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks in
 		}
 		// Rank candidates by a closed-form estimate of their largest cell
 		// (cheap), then cost the best ones exactly against every beam state.
-		sort.SliceStable(cands, func(a, b int) bool { return estimate(m, cands[a]) < estimate(m, cands[b]) })
+		// Each estimate once, not per comparison: a stable sort by the
+		// same keys orders alike.
+		est := make(map[*GemmPlan]int64, len(cands))
+		for _, c := range cands {
+			est[c] = estimate(m, c)
+		}
+		sort.SliceStable(cands, func(a, b int) bool { return est[cands[a]] < est[cands[b]] })
 		if blocks > 1 {
 			cands = weightFrontFirst(cands)
 		}
@@ -742,6 +755,7 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks in
 		}
 		tried := 0
 		var next []*state
+		var buf []int // the next state's per-tile arrays: reused while states are dropped
 		for _, s := range beam {
 			for ci, c := range cands {
 				if ci >= limit {
@@ -749,10 +763,14 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks in
 				}
 				e := evalGemm(m, c, s.out, s.held, opt.Tiles, false)
 				tried++
-				ns := s.extend(c, e, blocks)
+				if buf == nil {
+					buf = make([]int, 4*opt.Tiles)
+				}
+				ns := s.extendIn(buf, c, e, blocks)
 				if ns.peak > budget || ns.region1Peak() > region1 || (opt.MaxPhases > 0 && ns.phases > opt.MaxPhases) {
 					continue
 				}
+				buf = nil // ns keeps it
 				next = append(next, ns)
 			}
 		}
