@@ -57,6 +57,12 @@ import (
 // cell is a grid position of one GEMM.
 type cell struct{ i, j, p int }
 
+// why is "cell (i,j,p)", the start of a cell's ops' Why (built without
+// fmt: the lowering writes one per op, thousands per plan).
+func (c cell) why() string {
+	return "cell (" + strconv.Itoa(c.i) + "," + strconv.Itoa(c.j) + "," + strconv.Itoa(c.p) + ")"
+}
+
 // cellOf returns tile t's cell of g, if t is one.
 func cellOf(g *mid.GemmPlan, t int) (cell, bool) {
 	if t < 0 || t >= g.ActiveTiles() {
@@ -79,7 +85,27 @@ func (l loc) offset(r, c int) int {
 	return ((c-l.cols.Lo)/16*l.rows.Len() + (r - l.rows.Lo)) * 32
 }
 
-func bufName(kind string, o int) string { return fmt.Sprintf("%s%d", kind, o) }
+func bufName(kind string, o int) string {
+	if o >= 0 && o < len(bufNames) {
+		if n, ok := bufNames[o][kind]; ok {
+			return n
+		}
+	}
+	return kind + strconv.Itoa(o)
+}
+
+// bufNames are the usual buffer names, formatted once: the lowering asks
+// for them per tile and transfer, hundreds of thousands of times. Read
+// only after init (FromMid runs concurrently for the finalists).
+var bufNames = func() (t [64]map[string]string) {
+	for o := range t {
+		t[o] = map[string]string{}
+		for _, k := range []string{"B", "H", "L", "O", "R", "W", "Y"} {
+			t[o][k] = k + strconv.Itoa(o)
+		}
+	}
+	return t
+}()
 
 // outLoc is where cell c of g holds its part of g's result (false: the
 // cell holds none: an empty slice after the reduction).
@@ -436,16 +462,17 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					dst[d] = loc{bufName("L", o), g.Rows.Span(c.i), g.Inner.Span(c.p)}
 				}
 				for col := cs.Lo; col < cs.Hi; col += 16 {
-					x := XTransfer{Src: tr.From, SrcRef: Ref{Buf: s.buf, Off: s.offset(rs.Lo, col)}, Words: rs.Len() * 8}
+					x := XTransfer{Src: tr.From, SrcRef: Ref{Buf: s.buf, Off: s.offset(rs.Lo, col)}, Words: rs.Len() * 8,
+						Dsts: make([]XDest, 0, len(tr.To))}
 					for d, t := range tr.To {
 						x.Dsts = append(x.Dsts, XDest{Tile: t, Ref: Ref{Buf: dst[d].buf, Off: dst[d].offset(rs.Lo, col)}})
 					}
 					pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, x)
 				}
 			}
+			why := fmt.Sprintf("%s: rectangles of %s into the cells' left panels", name, g.Left.Name)
 			for l := range timed {
-				timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: g.Left.Name,
-					Why: fmt.Sprintf("%s: rectangles of %s into the cells' left panels", name, g.Left.Name)})
+				timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: g.Left.Name, Why: why})
 			}
 		}
 		// The GEMM, and without K-split its epilogue.
@@ -463,7 +490,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: kernels.GemmF16For(pl.Conservative),
 				Params: kernels.Params{"k": ks.Len(), "c": cs.Len(), "r": rs.Len()},
 				Args:   []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
-				Node:   name, Why: fmt.Sprintf("cell (%d,%d,%d): rows %v x cols %v, k %v", c.i, c.j, c.p, rs, cs, ks)})
+				Node:   name, Why: c.why() + ": rows " + rs.String() + " x cols " + cs.String() + ", k " + ks.String()})
 			if g.Inner.Count == 1 {
 				timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: O}, rs.Len(), cs.Len(), precise, c)...)
 			}
@@ -493,9 +520,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				Src: tr.From, SrcRef: Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}, Words: n / 2,
 				Dsts: []XDest{{Tile: tr.To[0], Ref: Ref{Buf: bufName("R", o), Off: from.p * n * 2}}}})
 		}
+		why := fmt.Sprintf("%s: reduce-scatter of the %d K-split partial sums", name, g.Inner.Count)
 		for l := range timed {
-			timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: name,
-				Why: fmt.Sprintf("%s: reduce-scatter of the %d K-split partial sums", name, g.Inner.Count)})
+			timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: name, Why: why})
 		}
 		for l := 0; l < g.ActiveTiles(); l++ {
 			c, _ := cellOf(g, l)
@@ -509,10 +536,10 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			timed[l] = append(timed[l],
 				Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n},
 					Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
-					Node: name, Why: fmt.Sprintf("cell (%d,%d,%d): own partial of slice %v beside the received ones", c.i, c.j, c.p, sl)},
+					Node: name, Why: c.why() + ": own partial of slice " + sl.String() + " beside the received ones"},
 				Op{Kind: OpKernel, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": g.Inner.Count},
 					Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
-					Node: name, Why: fmt.Sprintf("cell (%d,%d,%d): sum of %d partials of rows %v x cols %v", c.i, c.j, c.p, g.Inner.Count, g.Rows.Span(c.i), sl)})
+					Node: name, Why: c.why() + ": sum of " + strconv.Itoa(g.Inner.Count) + " partials of rows " + g.Rows.Span(c.i).String() + " x cols " + sl.String()})
 			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
@@ -603,7 +630,16 @@ func walkOps(ops []Op, visit func(*Op)) {
 }
 
 // flatOps is ops with every loop unrolled (iteration k's refs advanced).
+// Ops without a loop are returned as they are, not copied: callers only
+// read the result (an unlooped plan's programs hold thousands of ops).
 func flatOps(ops []Op) []Op {
+	looped := false
+	for i := range ops {
+		looped = looped || ops[i].Kind == OpLoop
+	}
+	if !looped {
+		return ops
+	}
 	var out []Op
 	for _, op := range ops {
 		if op.Kind != OpLoop {
@@ -663,10 +699,11 @@ func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 		return nil
 	}
 	var ops []Op
+	why := "own rows " + rs.String() + " x cols " + cs.String() + " of " + prev.Out.Name + " into the left panel"
 	for col := cs.Lo; col < cs.Hi; col += 16 {
 		ops = append(ops, Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": rs.Len() * 32},
 			Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
-			Node: prev.Out.Name, Why: fmt.Sprintf("own rows %v x cols %v of %s into the left panel", rs, cs, prev.Out.Name)})
+			Node: prev.Out.Name, Why: why})
 	}
 	return ops
 }
@@ -681,12 +718,12 @@ func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols, precise int, c cell) 
 		if e.Op == graph.OpAdd {
 			ops = append(ops, Op{Kind: OpKernel, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
 				Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
-				Node: e.Name, Why: fmt.Sprintf("cell (%d,%d,%d): bias in place", c.i, c.j, c.p)})
+				Node: e.Name, Why: c.why() + ": bias in place"})
 			continue
 		}
 		ops = append(ops, Op{Kind: OpKernel, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": precise},
 			Args: []Arg{{"$m2", blk}, {"$m3", blk}},
-			Node: e.Name, Why: fmt.Sprintf("cell (%d,%d,%d): activation in place", c.i, c.j, c.p)})
+			Node: e.Name, Why: c.why() + ": activation in place"})
 	}
 	return ops
 }

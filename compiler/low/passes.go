@@ -859,15 +859,16 @@ func renumberPhases(ops []Op, newID []int) ([]Op, int) {
 // eliminateBuffers removes every tile's buffers that nothing references and
 // returns how many it removed.
 func eliminateBuffers(pl *Plan) int {
-	used := make([]map[string]bool, len(pl.Programs))
+	// The names each tile's ops, transfers and host slices reference: a
+	// tile has a handful of buffers, so a short list beats a map per tile.
+	used := make([][]string, len(pl.Programs))
 	use := func(tile int, r Ref) {
 		if tile < 0 || tile >= len(used) {
 			return
 		}
-		if used[tile] == nil {
-			used[tile] = map[string]bool{}
+		if !slices.Contains(used[tile], r.Buf) {
+			used[tile] = append(used[tile], r.Buf)
 		}
-		used[tile][r.Buf] = true
 	}
 	var visit func(tile int, ops []Op)
 	visit = func(tile int, ops []Op) {
@@ -906,10 +907,13 @@ func eliminateBuffers(pl *Plan) int {
 	var progs []TileProgram
 	for l := range pl.Programs {
 		bufs := pl.Programs[l].Buffers
-		gone := map[string]bool{}
-		for _, b := range bufs {
-			if !used[l][b.Name] {
-				gone[b.Name] = true
+		var gone map[string]bool // allocated only on the tiles that lose a buffer
+		for i := range bufs {
+			if !slices.Contains(used[l], bufs[i].Name) {
+				if gone == nil {
+					gone = map[string]bool{}
+				}
+				gone[bufs[i].Name] = true
 			}
 		}
 		if len(gone) == 0 {

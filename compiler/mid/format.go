@@ -22,6 +22,7 @@ package mid
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -72,7 +73,11 @@ func (s Span) Intersect(o Span) Span {
 	return Span{max(s.Lo, o.Lo), min(s.Hi, o.Hi)}
 }
 
-func (s Span) String() string { return fmt.Sprintf("[%d,%d)", s.Lo, s.Hi) }
+// String is "[Lo,Hi)" (built without fmt: the lowering formats spans
+// into the Why of thousands of ops).
+func (s Span) String() string {
+	return "[" + strconv.Itoa(s.Lo) + "," + strconv.Itoa(s.Hi) + ")"
+}
 
 // Tiling splits an axis of Size elements into Count blocks of Block
 // elements; the last block holds what is left (Size - (Count-1)*Block > 0).

@@ -124,8 +124,94 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 type models struct {
 	t    *ipu21.Target
 	memo map[[4]int]int64
+	// last is the most recent result per kernel kind: a grid's cells
+	// mostly share one block shape, so most calls repeat the previous
+	// one of their kind and skip the map (hashing the key dominated).
+	last [kBias + 1]struct {
+		key [4]int
+		v   int64
+		ok  bool
+	}
 	// conservative: cost the GEMM kernel kernels.GemmF16For(true) picks.
 	conservative bool
+	scratch      scratch
+	// outs, needs and helds memoise outLayout, leftNeed and the result
+	// bytes per tile (keepHeld) per candidate: the beam evaluates each
+	// candidate against every beam state, and all three depend on the
+	// plan alone (a GemmPlan is not modified once generated; the
+	// memoised values are only read).
+	outs  map[*GemmPlan]*layout
+	needs map[*GemmPlan]*need
+	helds map[*GemmPlan][]int
+}
+
+// outLayout is outLayout(g), memoised.
+func (m *models) outLayout(g *GemmPlan) *layout {
+	l, ok := m.outs[g]
+	if !ok {
+		if m.outs == nil {
+			m.outs = map[*GemmPlan]*layout{}
+		}
+		l = outLayout(g)
+		m.outs[g] = l
+	}
+	return l
+}
+
+// keepHeld is the memoised copy of h, candidate g's result bytes per
+// tile: they depend on the plan alone (its result blocks, its epilogue),
+// and states keep them (the next GEMM's prevHeld), read only.
+func (m *models) keepHeld(g *GemmPlan, h []int) []int {
+	k, ok := m.helds[g]
+	if !ok {
+		if m.helds == nil {
+			m.helds = map[*GemmPlan][]int{}
+		}
+		k = slices.Clone(h)
+		m.helds[g] = k
+	}
+	return k
+}
+
+// leftNeed is leftNeed(g), memoised.
+func (m *models) leftNeed(g *GemmPlan) *need {
+	n, ok := m.needs[g]
+	if !ok {
+		if m.needs == nil {
+			m.needs = map[*GemmPlan]*need{}
+		}
+		n = leftNeed(g)
+		m.needs[g] = n
+	}
+	return n
+}
+
+// scratch are the per-tile arrays of one evaluation that do not outlive
+// it: an opEval's weights, r1, panel, work and fixed (each caller folds
+// them into a state with extend before the next evalGemm) and the
+// exchange and compute accumulators. A search evaluates thousands of
+// plans one after the other (it is sequential); reusing these instead of
+// allocating them per call removes most of its allocation.
+type scratch struct {
+	ints [8][]int
+	busy []int64
+}
+
+// zeroed returns the scratch arrays, tiles long and zeroed.
+func (s *scratch) zeroed(tiles int) (a [8][]int, busy []int64) {
+	for i := range s.ints {
+		if cap(s.ints[i]) < tiles {
+			s.ints[i] = make([]int, tiles)
+		}
+		s.ints[i] = s.ints[i][:tiles]
+		clear(s.ints[i])
+	}
+	if cap(s.busy) < tiles {
+		s.busy = make([]int64, tiles)
+	}
+	s.busy = s.busy[:tiles]
+	clear(s.busy)
+	return s.ints, s.busy
 }
 
 // Kernel ids of the memo key.
@@ -141,7 +227,11 @@ const (
 // cycles returns the modelled cycles of one call, launch overhead included.
 func (m *models) cycles(kind, a, b, c int) int64 {
 	key := [4]int{kind, a, b, c}
+	if l := &m.last[kind]; l.ok && l.key == key {
+		return l.v
+	}
 	if v, ok := m.memo[key]; ok {
+		m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
 		return v
 	}
 	var v int64
@@ -161,6 +251,7 @@ func (m *models) cycles(kind, a, b, c int) int64 {
 	}
 	v += m.launch()
 	m.memo[key] = v
+	m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
 	return v
 }
 
@@ -270,7 +361,10 @@ func outLayout(g *GemmPlan) *layout {
 
 // opEval is the costed realisation of one GEMM plan given where its left
 // operand is: its stages (with Calls/Transfers only in detail mode), per-tile
-// memory, and the layout of its result.
+// memory, and the layout of its result. weights, r1, panel, work and fixed
+// are the models' scratch (valid until the next evalGemm: fold them into a
+// state with extend first); held and out are memoised per candidate (read
+// only).
 type opEval struct {
 	stages  []Stage
 	cycles  int64
@@ -300,21 +394,17 @@ func (e *opEval) phases() int {
 // input, written by the host in hostLayout(g)). prevHeld is the per-tile
 // size of src's pieces (nil for host inputs: they are counted in work).
 func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, detail bool) *opEval {
-	e := &opEval{weights: make([]int, tiles), r1: make([]int, tiles), panel: make([]int, tiles), work: make([]int, tiles), held: make([]int, tiles), fixed: make([]int, tiles)}
-	send, recv := make([]int, tiles), make([]int, tiles)
+	a, busy := m.scratch.zeroed(tiles)
+	// held is computed in scratch too, then replaced by the candidate's
+	// memoised copy (m.keepHeld).
+	e := &opEval{weights: a[0], r1: a[1], panel: a[2], work: a[3], held: a[7], fixed: a[4]}
+	send, recv := a[5], a[6]
 	var tr []Transfer
 	emit := func(t Transfer) { tr = append(tr, t) }
 	if !detail {
 		emit = nil
 	}
-	busy := make([]int64, tiles)
-	var calls []Call
-	add := func(t int, cyc int64, mk func(cyc int64) Call) {
-		busy[t] += cyc
-		if detail {
-			calls = append(calls, mk(cyc))
-		}
-	}
+	cs := &compute{busy: busy, detail: detail}
 	// The part of its left block a tile already holds is copied locally
 	// (one copy_f16 per 16-column group) in the GEMM's compute stage.
 	var self func(int, Span, Span)
@@ -322,10 +412,10 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 		self = func(t int, rows, cols Span) {
 			for c := cols.Lo; c < cols.Hi; c += 16 {
 				n := rows.Len() * 32
-				add(t, m.cycles(kCopy, n, 0, 0), func(cyc int64) Call {
-					return Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
-						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}}
-				})
+				if cyc := m.cycles(kCopy, n, 0, 0); cs.add(t, cyc) {
+					cs.calls = append(cs.calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}})
+				}
 			}
 		}
 	} else if g.Chunks > 1 {
@@ -335,10 +425,10 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 		self = func(t int, rows, cols Span) {
 			n := rows.Len() * cols.Len() * 2
 			e.fixed[t] += cost.Align(n*g.Chunks, 32)
-			add(t, m.cycles(kCopy, n, 0, 0), func(cyc int64) Call {
-				return Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
-					Reads: []Ref{{g.Left, -1, rows, cols}}}
-			})
+			if cyc := m.cycles(kCopy, n, 0, 0); cs.add(t, cyc) {
+				cs.calls = append(cs.calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+					Reads: []Ref{{g.Left, -1, rows, cols}}})
+			}
 		}
 	} else {
 		src = hostLayout(g)
@@ -346,7 +436,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 	if g.Weights == WeightsStreamed {
 		streamWeights(m, g, e, send, recv, emit, detail)
 	}
-	exchange(src, leftNeed(g), 2, send, recv, emit, self)
+	exchange(src, m.leftNeed(g), 2, send, recv, emit, self)
 	addExchange(m.t, e, g.Node.Name+".in", send, recv, tr)
 
 	// Compute: the GEMM of every cell, and without K-split the epilogue.
@@ -354,20 +444,20 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 	for i := 0; i < g.Rows.Count; i++ {
 		rs := g.Rows.Span(i)
 		for j := 0; j < g.Cols.Count; j++ {
-			cs := g.Cols.Span(j)
+			cols := g.Cols.Span(j)
 			for p := 0; p < g.Inner.Count; p++ {
 				ks := g.Inner.Span(p)
 				t := g.Tile(i, j, p)
-				r, c, k := rs.Len(), cs.Len(), ks.Len()
+				r, c, k := rs.Len(), cols.Len(), ks.Len()
 				part := p
 				if g.Inner.Count == 1 {
 					part = -1
 				}
-				add(t, m.cycles(kGemm, k, c, r), func(cyc int64) Call {
-					return Call{Tile: t, Kernel: g.Kernel, Params: kernels.Params{"k": k, "c": c, "r": r}, Cycles: cyc,
-						Reads:  []Ref{{g.Left, -1, rs, ks}, {g.Right, -1, ks, cs}},
-						Writes: []Ref{{g.Node, part, rs, cs}}}
-				})
+				if cyc := m.cycles(kGemm, k, c, r); cs.add(t, cyc) {
+					cs.calls = append(cs.calls, Call{Tile: t, Kernel: g.Kernel, Params: kernels.Params{"k": k, "c": c, "r": r}, Cycles: cyc,
+						Reads:  []Ref{{g.Left, -1, rs, ks}, {g.Right, -1, ks, cols}},
+						Writes: []Ref{{g.Node, part, rs, cols}}})
+				}
 				if g.Weights == WeightsStreamed {
 					e.panel[t] = cost.Align(k*c*2, a32)
 					e.weights[t] = cost.Align(k*g.WeightShare(i, j).Len()*2, a32)
@@ -383,14 +473,14 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 				}
 				if g.Inner.Count == 1 {
 					e.held[t] = out
-					epilogue(m, g, t, Ref{g.Node, -1, rs, cs}, add, e)
+					epilogue(m, g, t, Ref{g.Node, -1, rs, cols}, cs, e)
 				}
 			}
 		}
 	}
-	addCompute(e, g.Node.Name+".gemm", busy, calls)
+	addCompute(e, g.Node.Name+".gemm", busy, cs.calls)
 	if g.Inner.Count == 1 {
-		e.out = outLayout(g)
+		e.out, e.held = m.outLayout(g), m.keepHeld(g, e.held)
 		return e
 	}
 
@@ -424,10 +514,8 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 		}
 	}
 	addExchange(m.t, e, g.Node.Name+".reduce", send, recv, tr)
-	for t := range busy {
-		busy[t] = 0
-	}
-	calls = nil
+	clear(busy)
+	cs.calls = nil
 	for i := 0; i < g.Rows.Count; i++ {
 		rs := g.Rows.Span(i)
 		for j := 0; j < g.Cols.Count; j++ {
@@ -443,27 +531,42 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 				// The received parts arrive in one contiguous buffer; the
 				// tile's own partial slice is copied behind them so that
 				// reduce_add sees parts contiguous arrays.
-				add(t, m.cycles(kCopy, 2*n, 0, 0), func(cyc int64) Call {
-					return Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n}, Cycles: cyc,
-						Reads: []Ref{{g.Node, q, rs, sl}}}
-				})
-				add(t, m.cycles(kReduce, n, parts, 0), func(cyc int64) Call {
+				if cyc := m.cycles(kCopy, 2*n, 0, 0); cs.add(t, cyc) {
+					cs.calls = append(cs.calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n}, Cycles: cyc,
+						Reads: []Ref{{g.Node, q, rs, sl}}})
+				}
+				if cyc := m.cycles(kReduce, n, parts, 0); cs.add(t, cyc) {
 					reads := make([]Ref, parts)
 					for p := range reads {
 						reads[p] = Ref{g.Node, p, rs, sl}
 					}
-					return Call{Tile: t, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": parts},
-						Cycles: cyc, Reads: reads, Writes: []Ref{{g.Node, -1, rs, sl}}}
-				})
+					cs.calls = append(cs.calls, Call{Tile: t, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": parts},
+						Cycles: cyc, Reads: reads, Writes: []Ref{{g.Node, -1, rs, sl}}})
+				}
 				e.work[t] += cost.Align(parts*n*2, 32)
 				e.held[t] = cost.Align(n*2, 32)
-				epilogue(m, g, t, Ref{g.Node, -1, rs, sl}, add, e)
+				epilogue(m, g, t, Ref{g.Node, -1, rs, sl}, cs, e)
 			}
 		}
 	}
-	addCompute(e, g.Node.Name+".reduce", busy, calls)
-	e.out = outLayout(g)
+	addCompute(e, g.Node.Name+".reduce", busy, cs.calls)
+	e.out, e.held = m.outLayout(g), m.keepHeld(g, e.held)
 	return e
+}
+
+// compute accumulates one compute stage: each tile's busy cycles and,
+// in detail mode, its calls. add reports whether to record the call, so
+// that callers build a Call (its slices, its Params map) only in detail
+// mode: the search's thousands of evaluations build none.
+type compute struct {
+	busy   []int64
+	calls  []Call
+	detail bool
+}
+
+func (c *compute) add(t int, cyc int64) bool {
+	c.busy[t] += cyc
+	return c.detail
 }
 
 // streamWeights adds a streamed GEMM's weight traffic: a compute stage
@@ -510,7 +613,7 @@ func streamWeights(m *models, g *GemmPlan, e *opEval, send, recv []int, emit fun
 
 // epilogue adds the fused elementwise ops on a result block and, for a
 // graph output, the unpack to row-major.
-func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(int64) Call), e *opEval) {
+func epilogue(m *models, g *GemmPlan, t int, blk Ref, cs *compute, e *opEval) {
 	n := blk.Rows.Len() * blk.Cols.Len()
 	cur := blk
 	for _, op := range g.Epilogue {
@@ -518,26 +621,26 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, add func(int, int64, func(
 		in := cur
 		if op.Op == graph.OpAdd {
 			r := blk.Rows.Len()
-			add(t, m.cycles(kBias, n/16, r, 0), func(cyc int64) Call {
-				return Call{Tile: t, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
-					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}}
-			})
+			if cyc := m.cycles(kBias, n/16, r, 0); cs.add(t, cyc) {
+				cs.calls = append(cs.calls, Call{Tile: t, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
+					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}})
+			}
 			e.weights[t] += cost.Align(blk.Cols.Len()*2, 32)
 			e.r1[t] += cost.Align(blk.Cols.Len()*2, 32)
 		} else {
-			add(t, m.cycles(kGelu, n, 0, 0), func(cyc int64) Call {
-				return Call{Tile: t, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": 0},
-					Cycles: cyc, Reads: []Ref{in}, Writes: []Ref{next}}
-			})
+			if cyc := m.cycles(kGelu, n, 0, 0); cs.add(t, cyc) {
+				cs.calls = append(cs.calls, Call{Tile: t, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": 0},
+					Cycles: cyc, Reads: []Ref{in}, Writes: []Ref{next}})
+			}
 		}
 		cur = next
 	}
 	if g.Output {
 		r, c := blk.Rows.Len(), blk.Cols.Len()
-		add(t, m.cycles(kUnpack, r, c, 0), func(cyc int64) Call {
-			return Call{Tile: t, Kernel: "unpack_out_f16", Params: kernels.Params{"r": r, "c": c},
-				Cycles: cyc, Reads: []Ref{cur}, Writes: []Ref{cur}}
-		})
+		if cyc := m.cycles(kUnpack, r, c, 0); cs.add(t, cyc) {
+			cs.calls = append(cs.calls, Call{Tile: t, Kernel: "unpack_out_f16", Params: kernels.Params{"r": r, "c": c},
+				Cycles: cyc, Reads: []Ref{cur}, Writes: []Ref{cur}})
+		}
 		e.work[t] += cost.Align(n*2, 32)
 		e.held[t] += cost.Align(n*2, 32)
 		if g.Chunks > 1 {

@@ -292,7 +292,6 @@ func estimate(m *models, g *GemmPlan) int64 {
 // state is a partial plan of the beam.
 type state struct {
 	gemms   []*GemmPlan
-	evals   []*opEval
 	cycles  int64
 	weights []int // per tile, all ops so far
 	r1      []int // per tile, of them in region 1
@@ -302,7 +301,7 @@ type state struct {
 	out     *layout
 	held    []int
 	// period: a looped plan's GEMMs per block (Plan.Period; 0: none).
-	// gemms then holds every block's GEMM, evals one block's.
+	// gemms then holds every block's GEMM.
 	period int
 	phases int // exchange stages so far
 	// pro, epi: a looped plan's per-chunk copies in row chunks (Plan.Prologue, Plan.Epilogue).
@@ -312,9 +311,20 @@ type state struct {
 // extend is s followed by GEMM g costed as e; blocks is how many blocks of
 // a looped plan share g's tiles (their weights add up; 1 otherwise).
 func (s *state) extend(g *GemmPlan, e *opEval, blocks int) *state {
-	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g), evals: append(append([]*opEval(nil), s.evals...), e),
+	return s.extendIn(make([]int, 4*len(e.weights)), g, e, blocks)
+}
+
+// extendIn is extend with the new state's four per-tile arrays in buf
+// (4 x tiles ints, overwritten): the beam extends every state by dozens
+// of candidates and drops many of them, so it reuses buf until a state
+// is kept.
+func (s *state) extendIn(buf []int, g *GemmPlan, e *opEval, blocks int) *state {
+	T := len(e.weights)
+	buf = buf[:4*T]
+	clear(buf)
+	n := &state{gemms: append(append([]*GemmPlan(nil), s.gemms...), g),
 		cycles: s.cycles + e.cycles*int64(g.Chunks), out: e.out, held: e.held, period: s.period, phases: s.phases + e.phases(),
-		weights: make([]int, len(e.weights)), r1: make([]int, len(e.r1)), work: make([]int, len(e.work)), fixed: make([]int, len(e.fixed))}
+		weights: buf[:T:T], r1: buf[T : 2*T : 2*T], work: buf[2*T : 3*T : 3*T], fixed: buf[3*T:]}
 	for t := range n.weights {
 		if s.weights != nil {
 			n.weights[t], n.r1[t], n.work[t], n.fixed[t] = s.weights[t], s.r1[t], s.work[t], s.fixed[t]
@@ -737,7 +747,13 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks in
 		}
 		// Rank candidates by a closed-form estimate of their largest cell
 		// (cheap), then cost the best ones exactly against every beam state.
-		sort.SliceStable(cands, func(a, b int) bool { return estimate(m, cands[a]) < estimate(m, cands[b]) })
+		// Each estimate once, not per comparison: a stable sort by the
+		// same keys orders alike.
+		est := make(map[*GemmPlan]int64, len(cands))
+		for _, c := range cands {
+			est[c] = estimate(m, c)
+		}
+		sort.SliceStable(cands, func(a, b int) bool { return est[cands[a]] < est[cands[b]] })
 		if blocks > 1 {
 			cands = weightFrontFirst(cands)
 		}
@@ -747,6 +763,7 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks in
 		}
 		tried := 0
 		var next []*state
+		var buf []int // the next state's per-tile arrays: reused while states are dropped
 		for _, s := range beam {
 			for ci, c := range cands {
 				if ci >= limit {
@@ -754,10 +771,14 @@ func beamSearch(ops []gemmOp, opt Options, m *models, budget, region1, blocks in
 				}
 				e := evalGemm(m, c, s.out, s.held, opt.Tiles, false)
 				tried++
-				ns := s.extend(c, e, blocks)
+				if buf == nil {
+					buf = make([]int, 4*opt.Tiles)
+				}
+				ns := s.extendIn(buf, c, e, blocks)
 				if ns.peak > budget || ns.region1Peak() > region1 || (opt.MaxPhases > 0 && ns.phases > opt.MaxPhases) {
 					continue
 				}
+				buf = nil // ns keeps it
 				next = append(next, ns)
 			}
 		}
