@@ -10,7 +10,13 @@
 //	[0x80000, LoadLimit) region 1 data (interleaved: AMP right panels)
 //
 // Buffers are placed first-fit in order, region 1 for those that need it
-// and region 0 before region 1 otherwise; a buffer may share addresses with
+// and region 0 before region 1 otherwise. When that fails, a second layout
+// is tried: the region-1-only buffers stacked from the top of region 1
+// down, and the others first-fit below them, where a buffer without an
+// element rule (Apart) may also span the boundary of the two regions,
+// which meet at 0x80000 (a looped plan's weight homes can be larger than
+// region 0 and than what region 1 leaves). The first layout is kept
+// whenever it fits, so plans that fit it keep their addresses. A buffer may share addresses with
 // buffers it is never live with (low.Buffer.Live). A buffer that must not share a
 // memory element with another (Apart) starts at an element boundary and
 // owns its elements, so the rule holds whatever its partner's address.
@@ -52,7 +58,20 @@ type interval struct{ lo, hi uint32 }
 // Place returns each buffer's address. Buffers whose lifetimes do not
 // overlap (low.Buffer.Live) may share addresses.
 func Place(bufs []low.Buffer) (map[string]uint32, error) {
-	regionSpan := [2]interval{{DataBase, Region0End}, {ipu21.Region1Base, Region1End}}
+	addr, err := place(bufs, false)
+	if err != nil {
+		if a, serr := place(bufs, true); serr == nil {
+			return a, nil
+		}
+	}
+	return addr, err
+}
+
+// place is one layout (see the package comment): spanning false is the
+// first, true the second.
+func place(bufs []low.Buffer, spanning bool) (map[string]uint32, error) {
+	// Region 0, region 1, and (spanning) both.
+	regionSpan := [3]interval{{DataBase, Region0End}, {ipu21.Region1Base, Region1End}, {DataBase, Region1End}}
 	addr := map[string]uint32{}
 	type placed struct {
 		interval
@@ -71,14 +90,34 @@ func Place(bufs []low.Buffer) (map[string]uint32, error) {
 		}
 		return ba.Bytes > bb.Bytes
 	})
+	top := uint32(Region1End) // spanning: the lowest region-1-only buffer
 	for _, k := range order {
 		b := &bufs[k]
 		if b.Bytes <= 0 {
 			return nil, fmt.Errorf("place: buffer %q has %d bytes", b.Name, b.Bytes)
 		}
+		if spanning && b.Region == kernels.Interleaved {
+			// Stacked down from the top (region-1-only buffers come
+			// first in the order, so nothing else is placed yet).
+			align := uint32(max(b.Align, 8))
+			if len(b.Apart) > 0 {
+				align = max(align, ipu21.InterleavedElementBytes)
+			}
+			size := (uint32(b.Bytes) + align - 1) / align * align
+			if size > top-ipu21.Region1Base {
+				return nil, fitError(bufs, b)
+			}
+			top = (top - size) / align * align
+			addr[b.Name] = top
+			done = append([]placed{{interval{top, top + size}, k}}, done...)
+			continue
+		}
 		regions := []int{0, 1}
-		if b.Region == kernels.Interleaved {
+		switch {
+		case b.Region == kernels.Interleaved:
 			regions = []int{1}
+		case spanning && len(b.Apart) == 0:
+			regions = []int{2}
 		}
 		ok := false
 		for _, r := range regions {
@@ -104,7 +143,7 @@ func Place(bufs []low.Buffer) (map[string]uint32, error) {
 				}
 				a = (d.hi + align - 1) / align * align
 			}
-			if a+size > regionSpan[r].hi {
+			if a+size > regionSpan[r].hi || (spanning && a+size > top) {
 				continue
 			}
 			addr[b.Name] = a

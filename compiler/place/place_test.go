@@ -94,3 +94,54 @@ func TestPlaceFitError(t *testing.T) {
 		}
 	}
 }
+
+// When the first layout fails, the second stacks the region-1-only
+// buffers from the top of region 1 and lets a buffer without an element
+// rule span the regions' boundary: two homes larger than region 0, beside
+// a panel, fit that way and not otherwise. A buffer with an element rule
+// never spans it, and a layout the first fits is kept as it is.
+func TestPlaceSpanning(t *testing.T) {
+	r0 := int(Region0End - DataBase)
+	r1 := int(Region1End - ipu21.Region1Base)
+	bufs := []low.Buffer{
+		{Name: "W", Bytes: 64 << 10, Align: 32, Region: kernels.Interleaved},
+		{Name: "H0", Bytes: r0 + 4096, Align: 32},
+		{Name: "H1", Bytes: r1 - (64 << 10) - 8192, Align: 32},
+	}
+	if _, err := place(bufs, false); err == nil {
+		t.Fatal("the first layout fits homes larger than region 0 beside region 1's panel")
+	}
+	addr, err := Place(bufs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := map[string]uint32{}
+	for _, b := range bufs {
+		end[b.Name] = addr[b.Name] + uint32(b.Bytes)
+		if addr[b.Name] < DataBase || end[b.Name] > Region1End {
+			t.Errorf("%s at [%#x, %#x) outside the data regions", b.Name, addr[b.Name], end[b.Name])
+		}
+	}
+	if addr["W"] < ipu21.Region1Base {
+		t.Errorf("W at %#x, below region 1", addr["W"])
+	}
+	for _, a := range []string{"W", "H0", "H1"} {
+		for _, b := range []string{"W", "H0", "H1"} {
+			if a < b && addr[a] < end[b] && addr[b] < end[a] {
+				t.Errorf("%s and %s overlap", a, b)
+			}
+		}
+	}
+	// A buffer with an element rule never spans the boundary.
+	bufs[1].Apart = []string{"H1"}
+	if a, err := Place(bufs); err == nil && a["H0"] < ipu21.Region1Base && a["H0"]+uint32(bufs[1].Bytes) > ipu21.Region1Base {
+		t.Errorf("H0, with an element rule, at %#x spans the regions' boundary", a["H0"])
+	}
+	// What the first layout fits keeps its addresses.
+	small := []low.Buffer{{Name: "W", Bytes: 4096, Align: 32, Region: kernels.Interleaved}, {Name: "A", Bytes: 4096, Align: 32}}
+	first, _ := place(small, false)
+	got, err := Place(small)
+	if err != nil || got["W"] != first["W"] || got["A"] != first["A"] {
+		t.Errorf("Place %v (%v), first layout %v", got, err, first)
+	}
+}
