@@ -327,9 +327,9 @@ func TestMLPBlockLoopWeights(t *testing.T) {
 // Eight blocks of the SigLIP MLP on 1472 tiles: their weights (8 x 19.8
 // MB) fit the chip only streamed, block by block: the planner's loop
 // streams them (`ipu run --workload mlp --blocks 8`: 1,482,964 cycles,
-// PASS; the removed v0 family's streamed plan ran 2,685,895). The test
-// builds it (the run takes minutes; TestMidStreamedWeights runs a small
-// streamed loop).
+// PASS; the removed v0 family's streamed plan ran 2,685,895), and so
+// does so400m's depth, 27 blocks. The test builds them (the runs take
+// minutes; TestMidStreamedWeights runs a small streamed loop).
 func TestMLPStreamedWeights(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full-chip build of 8 SigLIP MLP blocks")
@@ -345,6 +345,14 @@ func TestMLPStreamedWeights(t *testing.T) {
 	}
 	if ch.Loop != 8 || streamed == 0 {
 		t.Fatalf("plan %v, want a loop over the 8 blocks with streamed weights", ch)
+	}
+	// so400m's 27 blocks (535 MB of weights) fit only streamed, in row
+	// chunks, with weight homes larger than region 0 that span the two
+	// regions (compiler/place's second layout).
+	f.MLP.Blocks = 27
+	ch = compile(t, Recipe{Workload: "mlp", Flags: f, Tiles: 1472}).Plan.Choice()
+	if ch.Loop != 27 || ch.Q < 2 {
+		t.Fatalf("plan %v, want a loop over the 27 blocks in row chunks", ch)
 	}
 }
 

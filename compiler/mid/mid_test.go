@@ -398,10 +398,8 @@ func TestBlockLoop(t *testing.T) {
 
 // Every block's weights count: so400m's 27 MLP blocks (535 MB of weights)
 // do not fit 368 tiles (230 MB of memory), and the error says so for the
-// loop too. (On 1472 tiles the planner finds streamed loops within its
-// per-tile budget, but none places yet: each block's weight homes are one
-// buffer per GEMM, and the two do not fit the tile's two memory regions;
-// docs/PERFORMANCE.md.)
+// loop too. (On 1472 tiles the planner finds streamed loops in row
+// chunks; the driver's TestMLPStreamedWeights builds one.)
 func TestBlockLoopMemory(t *testing.T) {
 	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 1152, Hidden: 4304, Blocks: 27}, 1, graph.GeluTanh)
 	if err != nil {
