@@ -386,8 +386,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					continue
 				}
 				dst := loc{"L0", g.Rows.Span(c.i), g.Inner.Span(c.p)}
-				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: xStep[l]}, Op{Args: []Arg{{"$m2", Ref{Buf: "L0", Off: dst.offset(dst.rows.Lo, pc.Lo)}}, {"$m3", Ref{Buf: "X0"}}},
-					Node: g.Left.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own piece cols %v of the chunk's input", c.i, c.j, c.p, pc)}))
+				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: xStep[l]},
+					Op{Args: []Arg{{"$m2", Ref{Buf: "L0", Off: dst.offset(dst.rows.Lo, pc.Lo)}}, {"$m3", Ref{Buf: "X0"}}},
+						Node: g.Left.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own piece cols %v of the chunk's input", c.i, c.j, c.p, pc)}))
 			}
 		}
 		if g.Weights == mid.WeightsStreamed {
@@ -401,8 +402,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				if n == 0 {
 					continue
 				}
-				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: n}, Op{Args: []Arg{{"$m2", Ref{Buf: bufName("W", o), Off: g.ShareOffset(c.j, c.p, sh)}}, {"$m3", Ref{Buf: bufName("H", o)}}},
-					Node: g.Right.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own share cols %v of the block's weights", c.i, c.j, c.p, sh)}))
+				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: bufName("W", o), Off: g.ShareOffset(c.j, c.p, sh)}}, {"$m3", Ref{Buf: bufName("H", o)}}},
+						Node: g.Right.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own share cols %v of the block's weights", c.i, c.j, c.p, sh)}))
 			}
 		}
 		// Input exchange: rectangles of the left operand from their
@@ -482,8 +484,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				timed[l] = append(timed[l], localCopies(gs[po], po, l, loc{bufName("L", o), rs, ks})...)
 			}
 			O := bufName("O", o)
-			timed[l] = append(timed[l], kernelOp(kernels.Gemm{K: ks.Len(), C: cs.Len(), R: rs.Len(), Conservative: pl.Conservative}, Op{Args: []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
-				Node: name, Why: c.why() + ": rows " + rs.String() + " x cols " + cs.String() + ", k " + ks.String()}))
+			timed[l] = append(timed[l], kernelOp(kernels.Gemm{K: ks.Len(), C: cs.Len(), R: rs.Len(), Conservative: pl.Conservative},
+				Op{Args: []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
+					Node: name, Why: c.why() + ": rows " + rs.String() + " x cols " + cs.String() + ", k " + ks.String()}))
 			if g.Inner.Count == 1 {
 				timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: O}, rs.Len(), cs.Len(), precise, c)...)
 			}
@@ -527,10 +530,12 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			n := r * sl.Len()
 			R, Y := bufName("R", o), bufName("Y", o)
 			timed[l] = append(timed[l],
-				kernelOp(kernels.Copy{N: 2 * n}, Op{Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
-					Node: name, Why: c.why() + ": own partial of slice " + sl.String() + " beside the received ones"}),
-				kernelOp(kernels.ReduceAdd{N: n, Parts: g.Inner.Count}, Op{Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
-					Node: name, Why: c.why() + ": sum of " + strconv.Itoa(g.Inner.Count) + " partials of rows " + g.Rows.Span(c.i).String() + " x cols " + sl.String()}))
+				kernelOp(kernels.Copy{N: 2 * n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
+						Node: name, Why: c.why() + ": own partial of slice " + sl.String() + " beside the received ones"}),
+				kernelOp(kernels.ReduceAdd{N: n, Parts: g.Inner.Count},
+					Op{Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
+						Node: name, Why: c.why() + ": sum of " + strconv.Itoa(g.Inner.Count) + " partials of rows " + g.Rows.Span(c.i).String() + " x cols " + sl.String()}))
 			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
@@ -573,11 +578,13 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			n := lc.rows.Len() * lc.cols.Len() * 2
 			pl.Programs[l].Buffers = append(pl.Programs[l].Buffers, Buffer{Name: "X", Bytes: Q * n, Align: 32})
 			timed[l] = loopOps(Q, 0, func(k int) []Op {
-				ops := []Op{kernelOp(kernels.Copy{N: n}, Op{Args: []Arg{{"$m2", Ref{Buf: lc.buf}}, {"$m3", Ref{Buf: "X", Off: k * n}}},
-					Node: g0.Left.Name, Why: fmt.Sprintf("the chunk's input rows %v x cols %v from its slot", lc.rows, lc.cols)})}
+				ops := []Op{kernelOp(kernels.Copy{N: n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: lc.buf}}, {"$m3", Ref{Buf: "X", Off: k * n}}},
+						Node: g0.Left.Name, Why: fmt.Sprintf("the chunk's input rows %v x cols %v from its slot", lc.rows, lc.cols)})}
 				ops = append(ops, blocks...)
-				return append(ops, kernelOp(kernels.Copy{N: n}, Op{Args: []Arg{{"$m2", Ref{Buf: "X", Off: k * n}}, {"$m3", Ref{Buf: lc.buf}}},
-					Node: mp.Gemms[len(mp.Gemms)-1].Out.Name, Why: fmt.Sprintf("the chunk's result rows %v x cols %v into its slot", lc.rows, lc.cols)}))
+				return append(ops, kernelOp(kernels.Copy{N: n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: "X", Off: k * n}}, {"$m3", Ref{Buf: lc.buf}}},
+						Node: mp.Gemms[len(mp.Gemms)-1].Out.Name, Why: fmt.Sprintf("the chunk's result rows %v x cols %v into its slot", lc.rows, lc.cols)}))
 			})
 		}
 	}
@@ -690,8 +697,9 @@ func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 	var ops []Op
 	why := "own rows " + rs.String() + " x cols " + cs.String() + " of " + prev.Out.Name + " into the left panel"
 	for col := cs.Lo; col < cs.Hi; col += 16 {
-		ops = append(ops, kernelOp(kernels.Copy{N: rs.Len() * 32}, Op{Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
-			Node: prev.Out.Name, Why: why}))
+		ops = append(ops, kernelOp(kernels.Copy{N: rs.Len() * 32},
+			Op{Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
+				Node: prev.Out.Name, Why: why}))
 	}
 	return ops
 }
@@ -704,12 +712,14 @@ func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols int, precise bool, c c
 	n := r * cols
 	for _, e := range g.Epilogue {
 		if e.Op == graph.OpAdd {
-			ops = append(ops, kernelOp(kernels.AddBias{Rows: n / 16, R: r}, Op{Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
-				Node: e.Name, Why: c.why() + ": bias in place"}))
+			ops = append(ops, kernelOp(kernels.AddBias{Rows: n / 16, R: r},
+				Op{Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
+					Node: e.Name, Why: c.why() + ": bias in place"}))
 			continue
 		}
-		ops = append(ops, kernelOp(kernels.Gelu{N: n, Precise: precise}, Op{Args: []Arg{{"$m2", blk}, {"$m3", blk}},
-			Node: e.Name, Why: c.why() + ": activation in place"}))
+		ops = append(ops, kernelOp(kernels.Gelu{N: n, Precise: precise},
+			Op{Args: []Arg{{"$m2", blk}, {"$m3", blk}},
+				Node: e.Name, Why: c.why() + ": activation in place"}))
 	}
 	return ops
 }
