@@ -7,9 +7,9 @@ import "fmt"
 
 func init() {
 	register(&Kernel{
-		Name:   "add_bias_f16",
+		Name:   AddBiasF16,
 		Source: "add_bias.S",
-		Entry:  "add_bias_f16",
+		Entry:  AddBiasF16,
 		Doc: "out += bias on `rows` consecutive 16-value rows of an AMP output panel [groups][r][16] f16 starting at " +
 			"row `first` of a column group: panel row p gets bias[16*((first+p)/r) + n] added to value n " +
 			"(f16v4add, one rounding); first=0, rows=r*groups is a whole panel. 10 worker bundles per row, " +

@@ -7,9 +7,9 @@ import "fmt"
 
 func init() {
 	register(&Kernel{
-		Name:   "gelu_f16",
+		Name:   GeluF16,
 		Source: "gelu.S",
-		Entry:  "gelu_f16",
+		Entry:  GeluF16,
 		Doc: "y = GELU(x) on N f16 values, tanh form 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); " +
 			"precise=0: every step in f16 (f16v4 ops, f16v2tanh), 9 worker bundles per 4 values, " +
 			"|error| <= 2.1e-3 (1 f16 step for x >= -1, but up to 4.4e-4 absolute = 100% relative in the tail x < -2); " +
@@ -42,9 +42,9 @@ func init() {
 
 func init() {
 	register(&Kernel{
-		Name:   "reduce_add_f16",
+		Name:   ReduceAddF16,
 		Source: "reduce.S",
-		Entry:  "reduce_add_f16",
+		Entry:  ReduceAddF16,
 		Doc: "out[i] = sum of PARTS contiguous f16 partial arrays (stride N): widened exactly to f32, " +
 			"summed in f32 in part order (round to nearest even per addition), rounded once to f16; " +
 			"3*PARTS+1 worker bundles per 4 outputs." + layABI,

@@ -8,9 +8,9 @@ import "fmt"
 
 func init() {
 	register(&Kernel{
-		Name:   "copy_f16",
+		Name:   CopyF16,
 		Source: "copy.S",
-		Entry:  "copy_f16",
+		Entry:  CopyF16,
 		Doc:    "copy n bytes (any data, e.g. f16) with six workers, 8 bytes per worker bundle (ldst64pace)." + layABI,
 		Params: []Param{{Name: "n", Default: 4096, Doc: "bytes to copy (a multiple of 8)", Check: func(v int, _ Params) error {
 			if v <= 0 || v%8 != 0 || v > maxOperandBytes {
@@ -116,9 +116,9 @@ func unpackParams() []Param {
 
 func init() {
 	register(&Kernel{
-		Name:   "unpack_out_f16",
+		Name:   UnpackOutF16,
 		Source: "unpack.S",
-		Entry:  "unpack_out_f16",
+		Entry:  UnpackOutF16,
 		Doc: "AMP output panel f16 [ceil(c/16)][r][16] -> row-major f16 [r][c] (row stride `stride` elements); " +
 			"six workers split the rows; one ldst64pace (8 bytes moved) per worker bundle." + layABI,
 		Params: unpackParams(),
@@ -132,9 +132,9 @@ func init() {
 		},
 	})
 	register(&Kernel{
-		Name:   "unpack_out_f32",
+		Name:   UnpackOutF32,
 		Source: "unpack_f32.S",
-		Entry:  "unpack_out_f32",
+		Entry:  UnpackOutF32,
 		Doc: "AMP output panel f32 [ceil(c/8)][r][8] -> row-major f16 [r][c] (row stride `stride` elements), " +
 			"rounded to nearest even (f32v2tof16); four worker bundles per row of 8 columns (aux-bound)." + layABI,
 		Params: unpackParams(),

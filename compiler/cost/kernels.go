@@ -406,31 +406,22 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if s, ok := kernels.SpecOf(name, p); ok {
+		return Cycles(s), nil
+	}
 	switch name {
-	case "gemm_f16":
-		return GemmF16(p["k"], p["c"], p["r"]), nil
-	case "gemm_f16_drain":
-		return GemmF16Drain(p["k"], p["c"], p["r"]), nil
 	case "gemm_f16_f32acc":
 		return GemmF16F32Acc(p["k"], p["c"], p["r"]), nil
 	case "gemm_f16_f32acc_drain":
 		return GemmF16F32AccDrain(p["k"], p["c"], p["r"]), nil
 	case "pack_left_f16":
 		return PackLeftF16(p["r"], p["k"]), nil
-	case "unpack_out_f16":
+	case kernels.UnpackOutF16: // with a row stride (no spec)
 		return UnpackOutF16(p["r"], p["c"]), nil
-	case "unpack_out_f32":
+	case kernels.UnpackOutF32:
 		return UnpackOutF32(p["r"], p["c"]), nil
-	case "gelu_f16":
-		return GeluF16(p["n"], p["precise"]), nil
-	case "reduce_add_f16":
-		return ReduceAddF16(p["n"], p["parts"]), nil
-	case "copy_f16":
-		return CopyF16(p["n"]), nil
 	case "fill_zero":
 		return FillZero(p["bytes"]), nil
-	case "add_bias_f16":
-		return AddBiasF16(p["rows"], p["r"], p["first"]), nil
 	case "add_f16":
 		return AddF16(p["n"]), nil
 	case "layer_norm_f16":
@@ -441,6 +432,31 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return AttentionMergeF16(p["rows"], p["values"], p["mode"], p["bacc32"]), nil
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
+}
+
+// Cycles returns the modelled cycles of one call of a typed kernel spec
+// (the launch overhead not included). The per-kernel functions above are
+// the models; this is the one place that maps a spec to its model.
+func Cycles(s kernels.Spec) int64 {
+	switch s := s.(type) {
+	case kernels.Gemm:
+		return GemmF16For(s.Conservative, s.K, s.C, s.R)
+	case kernels.Copy:
+		return CopyF16(s.N)
+	case kernels.ReduceAdd:
+		return ReduceAddF16(s.N, s.Parts)
+	case kernels.Gelu:
+		precise := 0
+		if s.Precise {
+			precise = 1
+		}
+		return GeluF16(s.N, precise)
+	case kernels.AddBias:
+		return AddBiasF16(s.Rows, s.R, s.First)
+	case kernels.UnpackOut:
+		return UnpackOutF16(s.R, s.C)
+	}
+	panic(fmt.Sprintf("BUG: cost: no model for kernel spec %T", s))
 }
 
 // singleRunEntry is singleRun for a supervisor entry that stores args

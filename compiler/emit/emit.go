@@ -180,7 +180,7 @@ func Specs(pl *low.Plan) []Spec {
 				s := Spec{op.Kernel, op.Params}
 				seen[s.Key()] = s
 			case low.OpHostCopy:
-				s := Spec{"copy_f16", kernels.Params{"n": op.Bytes}}
+				s := specFrom(kernels.Copy{N: op.Bytes})
 				seen[s.Key()] = s
 			case low.OpLoop:
 				visit(op.Body)
@@ -338,7 +338,7 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 			case low.OpHostSync:
 				w("sync 7")
 			case low.OpHostCopy:
-				if err := kernelCall(Spec{"copy_f16", kernels.Params{"n": op.Bytes}},
+				if err := kernelCall(specFrom(kernels.Copy{N: op.Bytes}),
 					[]low.Arg{{Reg: "$m2", Ref: op.Dst}, {Reg: "$m3", Ref: low.Ref{Buf: windowBuf}}}, depth); err != nil {
 					return err
 				}

@@ -15,6 +15,9 @@ type Spec struct {
 	Params kernels.Params
 }
 
+// specFrom is the specialisation a typed kernel spec calls.
+func specFrom(s kernels.Spec) Spec { return Spec{s.Name(), s.Params()} }
+
 // Key is "name k=.. c=..".
 func (s Spec) Key() string { return s.Kernel + " " + s.Params.String() }
 

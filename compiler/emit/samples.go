@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/kernels"
 )
 
 // Step sampling (docs/PROFILE.md). Every tile's "run" call stores its
@@ -121,7 +122,7 @@ func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
 			case low.OpKernel:
 				out = append(out, TimedStep{Name: op.Kernel, Kind: "compute", Kernel: op.Kernel, Phase: -1, Op: op})
 			case low.OpHostCopy:
-				out = append(out, TimedStep{Name: "host copy", Kind: "host", Kernel: "copy_f16", Phase: -1, Op: op})
+				out = append(out, TimedStep{Name: "host copy", Kind: "host", Kernel: kernels.CopyF16, Phase: -1, Op: op})
 			case low.OpHostSync:
 				out = append(out, TimedStep{Name: "host sync", Kind: "host", Phase: -1, Op: op})
 			case low.OpExchange:

@@ -8,6 +8,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/ipu21"
+	"github.com/ipustack/ipustack/kernels"
 )
 
 // DefaultFinalists is how many candidates the driver reranks by default.
@@ -139,7 +140,7 @@ func (pl *Plan) HostSkewCycles() int {
 			case OpHostSync:
 				c = 0
 			case OpHostCopy:
-				c += int(cost.CopyF16(op.Bytes)) + callCycles
+				c += int(cost.Cycles(kernels.Copy{N: op.Bytes})) + callCycles // a host copy runs copy_f16
 			}
 			if op.Kind == OpSample {
 				break

@@ -156,10 +156,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	lastO := len(gs) - 1
 	xStep := make([]int, T)   // bytes of a tile's input piece per chunk
 	outStep := make([]int, T) // bytes of a tile's result block per chunk
-	precise := 0
-	if opts.GeluPrecise {
-		precise = 1
-	}
+	precise := opts.GeluPrecise
 
 	// Buffers and grid positions.
 	for l := range pl.Programs {
@@ -389,9 +386,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					continue
 				}
 				dst := loc{"L0", g.Rows.Span(c.i), g.Inner.Span(c.p)}
-				timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": xStep[l]},
-					Args: []Arg{{"$m2", Ref{Buf: "L0", Off: dst.offset(dst.rows.Lo, pc.Lo)}}, {"$m3", Ref{Buf: "X0"}}},
-					Node: g.Left.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own piece cols %v of the chunk's input", c.i, c.j, c.p, pc)})
+				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: xStep[l]},
+					Op{Args: []Arg{{"$m2", Ref{Buf: "L0", Off: dst.offset(dst.rows.Lo, pc.Lo)}}, {"$m3", Ref{Buf: "X0"}}},
+						Node: g.Left.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own piece cols %v of the chunk's input", c.i, c.j, c.p, pc)}))
 			}
 		}
 		if g.Weights == mid.WeightsStreamed {
@@ -405,9 +402,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				if n == 0 {
 					continue
 				}
-				timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": n},
-					Args: []Arg{{"$m2", Ref{Buf: bufName("W", o), Off: g.ShareOffset(c.j, c.p, sh)}}, {"$m3", Ref{Buf: bufName("H", o)}}},
-					Node: g.Right.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own share cols %v of the block's weights", c.i, c.j, c.p, sh)})
+				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: bufName("W", o), Off: g.ShareOffset(c.j, c.p, sh)}}, {"$m3", Ref{Buf: bufName("H", o)}}},
+						Node: g.Right.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own share cols %v of the block's weights", c.i, c.j, c.p, sh)}))
 			}
 		}
 		// Input exchange: rectangles of the left operand from their
@@ -487,10 +484,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				timed[l] = append(timed[l], localCopies(gs[po], po, l, loc{bufName("L", o), rs, ks})...)
 			}
 			O := bufName("O", o)
-			timed[l] = append(timed[l], Op{Kind: OpKernel, Kernel: kernels.GemmF16For(pl.Conservative),
-				Params: kernels.Params{"k": ks.Len(), "c": cs.Len(), "r": rs.Len()},
-				Args:   []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
-				Node:   name, Why: c.why() + ": rows " + rs.String() + " x cols " + cs.String() + ", k " + ks.String()})
+			timed[l] = append(timed[l], kernelOp(kernels.Gemm{K: ks.Len(), C: cs.Len(), R: rs.Len(), Conservative: pl.Conservative},
+				Op{Args: []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
+					Node: name, Why: c.why() + ": rows " + rs.String() + " x cols " + cs.String() + ", k " + ks.String()}))
 			if g.Inner.Count == 1 {
 				timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: O}, rs.Len(), cs.Len(), precise, c)...)
 			}
@@ -534,12 +530,12 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			n := r * sl.Len()
 			R, Y := bufName("R", o), bufName("Y", o)
 			timed[l] = append(timed[l],
-				Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n},
-					Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
-					Node: name, Why: c.why() + ": own partial of slice " + sl.String() + " beside the received ones"},
-				Op{Kind: OpKernel, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": g.Inner.Count},
-					Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
-					Node: name, Why: c.why() + ": sum of " + strconv.Itoa(g.Inner.Count) + " partials of rows " + g.Rows.Span(c.i).String() + " x cols " + sl.String()})
+				kernelOp(kernels.Copy{N: 2 * n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
+						Node: name, Why: c.why() + ": own partial of slice " + sl.String() + " beside the received ones"}),
+				kernelOp(kernels.ReduceAdd{N: n, Parts: g.Inner.Count},
+					Op{Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
+						Node: name, Why: c.why() + ": sum of " + strconv.Itoa(g.Inner.Count) + " partials of rows " + g.Rows.Span(c.i).String() + " x cols " + sl.String()}))
 			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
@@ -582,13 +578,13 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			n := lc.rows.Len() * lc.cols.Len() * 2
 			pl.Programs[l].Buffers = append(pl.Programs[l].Buffers, Buffer{Name: "X", Bytes: Q * n, Align: 32})
 			timed[l] = loopOps(Q, 0, func(k int) []Op {
-				ops := []Op{{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": n},
-					Args: []Arg{{"$m2", Ref{Buf: lc.buf}}, {"$m3", Ref{Buf: "X", Off: k * n}}},
-					Node: g0.Left.Name, Why: fmt.Sprintf("the chunk's input rows %v x cols %v from its slot", lc.rows, lc.cols)}}
+				ops := []Op{kernelOp(kernels.Copy{N: n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: lc.buf}}, {"$m3", Ref{Buf: "X", Off: k * n}}},
+						Node: g0.Left.Name, Why: fmt.Sprintf("the chunk's input rows %v x cols %v from its slot", lc.rows, lc.cols)})}
 				ops = append(ops, blocks...)
-				return append(ops, Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": n},
-					Args: []Arg{{"$m2", Ref{Buf: "X", Off: k * n}}, {"$m3", Ref{Buf: lc.buf}}},
-					Node: mp.Gemms[len(mp.Gemms)-1].Out.Name, Why: fmt.Sprintf("the chunk's result rows %v x cols %v into its slot", lc.rows, lc.cols)})
+				return append(ops, kernelOp(kernels.Copy{N: n},
+					Op{Args: []Arg{{"$m2", Ref{Buf: "X", Off: k * n}}, {"$m3", Ref{Buf: lc.buf}}},
+						Node: mp.Gemms[len(mp.Gemms)-1].Out.Name, Why: fmt.Sprintf("the chunk's result rows %v x cols %v into its slot", lc.rows, lc.cols)}))
 			})
 		}
 	}
@@ -701,9 +697,9 @@ func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 	var ops []Op
 	why := "own rows " + rs.String() + " x cols " + cs.String() + " of " + prev.Out.Name + " into the left panel"
 	for col := cs.Lo; col < cs.Hi; col += 16 {
-		ops = append(ops, Op{Kind: OpKernel, Kernel: "copy_f16", Params: kernels.Params{"n": rs.Len() * 32},
-			Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
-			Node: prev.Out.Name, Why: why})
+		ops = append(ops, kernelOp(kernels.Copy{N: rs.Len() * 32},
+			Op{Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
+				Node: prev.Out.Name, Why: why}))
 	}
 	return ops
 }
@@ -711,42 +707,39 @@ func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 // epilogueOps are the fused elementwise ops on a result block of r rows
 // and cols columns (AMP output order), in place, in graph order: the bias
 // (add_bias_f16 with B<o>, the bias of the block's columns) and the GELU.
-func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols, precise int, c cell) []Op {
+func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols int, precise bool, c cell) []Op {
 	var ops []Op
 	n := r * cols
 	for _, e := range g.Epilogue {
 		if e.Op == graph.OpAdd {
-			ops = append(ops, Op{Kind: OpKernel, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
-				Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
-				Node: e.Name, Why: c.why() + ": bias in place"})
+			ops = append(ops, kernelOp(kernels.AddBias{Rows: n / 16, R: r},
+				Op{Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
+					Node: e.Name, Why: c.why() + ": bias in place"}))
 			continue
 		}
-		ops = append(ops, Op{Kind: OpKernel, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": precise},
-			Args: []Arg{{"$m2", blk}, {"$m3", blk}},
-			Node: e.Name, Why: c.why() + ": activation in place"})
+		ops = append(ops, kernelOp(kernels.Gelu{N: n, Precise: precise},
+			Op{Args: []Arg{{"$m2", blk}, {"$m3", blk}},
+				Node: e.Name, Why: c.why() + ": activation in place"}))
 	}
 	return ops
 }
 
-// specKey names a kernel specialisation without formatting its
-// parameters (the lowering calls every kernel with these names only).
-type specKey struct {
-	kernel string
-	p      [8]int
+// kernelOp is op (its Args, Node and Why) as a call of the kernel spec
+// s: the lowering builds every kernel call it emits here, so that a call's
+// kernel name and parameters are the spec's.
+func kernelOp(s kernels.Spec, op Op) Op {
+	op.Kind, op.Kernel, op.Params = OpKernel, s.Name(), s.Params()
+	return op
 }
 
-var specParams = [8]string{"k", "c", "r", "n", "parts", "rows", "first", "precise"}
-
-func keyOf(op *Op) (specKey, bool) {
-	k := specKey{kernel: op.Kernel}
-	known := 0
-	for i, name := range specParams {
-		if v, ok := op.Params[name]; ok {
-			k.p[i] = v + 1 // 0 stays "absent"
-			known++
-		}
+// Spec is the typed spec of a kernel op, ok false for a kernel or
+// parameters without one (e.g. after a pass set a parameter no spec has).
+// Specs are comparable: the passes key specialisations on them.
+func (op *Op) Spec() (kernels.Spec, bool) {
+	if op.Kind != OpKernel {
+		return nil, false
 	}
-	return k, known == len(op.Params)
+	return kernels.SpecOf(op.Kernel, op.Params)
 }
 
 // checkMid checks the phase count against opts.MaxPhases, every kernel
@@ -756,7 +749,7 @@ func (pl *Plan) checkMid(opts Options) error {
 	if opts.MaxPhases > 0 && len(pl.Exchanges) > opts.MaxPhases {
 		return fmt.Errorf("%d exchange phases, the runtime's row table holds %d (the GEMMs are unrolled)", len(pl.Exchanges), opts.MaxPhases)
 	}
-	seen := map[specKey]bool{}
+	seen := map[kernels.Spec]bool{}
 	fit := map[string]bool{}
 	for l := range pl.Programs {
 		tp := &pl.Programs[l]
@@ -765,11 +758,12 @@ func (pl *Plan) checkMid(opts Options) error {
 			if op.Kind != OpKernel || err != nil {
 				return
 			}
-			key, ok := keyOf(op)
-			if ok && seen[key] {
-				return
+			if s, ok := op.Spec(); ok {
+				if seen[s] {
+					return
+				}
+				seen[s] = true
 			}
-			seen[key] = ok
 			k, lerr := kernels.Lookup(op.Kernel)
 			if lerr == nil {
 				_, lerr = k.Resolve(op.Params)
@@ -822,34 +816,27 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 	walkOps(tp.Calls[1], func(*Op) { steps++ })
 	instrs := 80 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*steps
 	code := 0
-	seen := map[specKey]bool{}
+	seen := map[kernels.Spec]bool{}
 	walkOps(tp.Calls[1], func(op *Op) {
 		if op.Kind != OpKernel {
 			return
 		}
-		key, ok := keyOf(op)
-		if ok && seen[key] {
+		s, ok := op.Spec()
+		if !ok {
+			code += otherKernelCodeBytes // each call, not knowing its specialisations
 			return
 		}
-		seen[key] = ok
-		switch op.Kernel {
-		case kernels.GemmF16, kernels.GemmF16Drain:
-			code += 1100
-		case "gelu_f16":
-			code += 520
-			if pl.GeluPrecise {
-				code += 780
-			}
-		case "reduce_add_f16":
-			code += 3*8*(3*op.Params["parts"]+1) + 400
-		case "add_bias_f16":
-			code += 320
-		default:
-			code += 160
+		if !seen[s] {
+			seen[s] = true
+			code += s.CodeBytes()
 		}
 	})
 	return 4*instrs + code
 }
+
+// otherKernelCodeBytes is the code estimate of a kernel call without a
+// typed spec (those are sized by Spec.CodeBytes).
+const otherKernelCodeBytes = 160
 
 // midEstimate models the run call's timed part: each compute stage (the
 // ops between two exchange phases) costs its busiest tile's kernels with
@@ -861,7 +848,7 @@ func (pl *Plan) midEstimate() Estimate {
 	// Per tile, the ops of the timed part split at exchanges.
 	type part struct{ gemm, elem, reduce, copy int }
 	var stages [][]part // stage -> tile
-	memo := map[specKey]int64{}
+	memo := map[kernels.Spec]int64{}
 	for l := range pl.Programs {
 		s := 0
 		timed := false
@@ -880,26 +867,31 @@ func (pl *Plan) midEstimate() Estimate {
 				for len(stages) <= s {
 					stages = append(stages, make([]part, len(pl.Programs)))
 				}
-				key, known := keyOf(&op)
-				cyc, ok := memo[key]
-				if !ok || !known {
+				var cyc int64
+				class := kernels.ClassElementwise
+				if sp, ok := op.Spec(); ok {
+					class = sp.Class()
+					c, ok := memo[sp]
+					if !ok {
+						c = cost.Cycles(sp)
+						memo[sp] = c
+					}
+					cyc = c
+				} else {
 					var err error
 					cyc, err = cost.Kernel(op.Kernel, op.Params)
 					if err != nil {
 						panic("BUG: " + err.Error()) // checkMid resolved every call
 					}
-					if known {
-						memo[key] = cyc
-					}
 				}
 				c := int(cyc) + callCycles
 				pt := &stages[s][l]
-				switch op.Kernel {
-				case kernels.GemmF16, kernels.GemmF16Drain:
+				switch class {
+				case kernels.ClassGemm:
 					pt.gemm += c
-				case "reduce_add_f16":
+				case kernels.ClassReduce:
 					pt.reduce += c
-				case "copy_f16":
+				case kernels.ClassCopy:
 					pt.copy += c
 				default:
 					pt.elem += c

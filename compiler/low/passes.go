@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -390,12 +389,12 @@ func mergeCopyOps(ops []Op) ([]Op, int) {
 	return out, merged
 }
 
-func isCopyCall(op *Op) bool { return op.Kind == OpKernel && op.Kernel == "copy_f16" }
+func isCopyCall(op *Op) bool { return op.Kind == OpKernel && op.Kernel == kernels.CopyF16 }
 
 // copyRefs returns the out ($m2) and in ($m3) refs and the resolved size
 // of a copy_f16 call.
 func copyRefs(op *Op) (out, in Ref, n int, ok bool) {
-	if op.Kind != OpKernel || op.Kernel != "copy_f16" || len(op.Args) != 2 {
+	if op.Kind != OpKernel || op.Kernel != kernels.CopyF16 || len(op.Args) != 2 {
 		return out, in, 0, false
 	}
 	k, err := kernels.Lookup(op.Kernel)
@@ -434,20 +433,14 @@ func mergeCopy(a, b *Op) (Op, bool) {
 			return Op{}, false
 		}
 	}
-	k, err := kernels.Lookup("copy_f16")
+	k, err := kernels.Lookup(kernels.CopyF16)
 	if err != nil {
 		return Op{}, false
 	}
-	p := maps.Clone(a.Params)
-	if p == nil {
-		p = kernels.Params{}
-	}
-	p["n"] = n
-	if _, err := k.Resolve(p); err != nil {
+	m := kernelOp(kernels.Copy{N: n}, *a)
+	if _, err := k.Resolve(m.Params); err != nil {
 		return Op{}, false
 	}
-	m := *a
-	m.Params = p
 	m.Args = slices.Clone(a.Args)
 	return m, true
 }
@@ -769,7 +762,7 @@ func kernelAccess(op *Op) (reads, writes []byteSpan, ok bool) {
 // Written flag does not say. add_bias_f16 adds the bias to out in place.
 func readsOut(k *kernels.Kernel) bool {
 	switch k.Name {
-	case "add_bias_f16":
+	case kernels.AddBiasF16:
 		return true
 	}
 	return false
@@ -782,7 +775,7 @@ func readsOut(k *kernels.Kernel) bool {
 // certain.
 func writesWhole(k *kernels.Kernel, p kernels.Params) bool {
 	switch k.Name {
-	case "unpack_out_f16", "unpack_out_f32":
+	case kernels.UnpackOutF16, kernels.UnpackOutF32:
 		s := p["stride"]
 		if s == 0 {
 			s = p["c"]

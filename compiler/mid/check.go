@@ -111,7 +111,7 @@ func (p *Plan) Check() error {
 			for _, c := range st.Calls {
 				for _, r := range c.Reads {
 					if !pl.covers(c.Tile, r) {
-						return fmt.Errorf("stage %s: tile %d: %s reads %v which is not on the tile", st.Name, c.Tile, c.Kernel, r)
+						return fmt.Errorf("stage %s: tile %d: %s reads %v which is not on the tile", st.Name, c.Tile, c.Spec.Name(), r)
 					}
 				}
 				for _, w := range c.Writes {
@@ -125,7 +125,7 @@ func (p *Plan) Check() error {
 		for _, c := range st.Calls {
 			for _, r := range c.Reads {
 				if !pl.covers(c.Tile, r) {
-					return fmt.Errorf("stage %s: tile %d: %s reads %v which is not on the tile", st.Name, c.Tile, c.Kernel, r)
+					return fmt.Errorf("stage %s: tile %d: %s reads %v which is not on the tile", st.Name, c.Tile, c.Spec.Name(), r)
 				}
 			}
 		}

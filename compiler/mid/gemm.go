@@ -234,25 +234,31 @@ func (m *models) cycles(kind, a, b, c int) int64 {
 		m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
 		return v
 	}
-	var v int64
-	switch kind {
-	case kGemm:
-		v = cost.GemmF16For(m.conservative, a, b, c)
-	case kCopy:
-		v = cost.CopyF16(a)
-	case kReduce:
-		v = cost.ReduceAddF16(a, b)
-	case kGelu:
-		v = cost.GeluF16(a, 0)
-	case kUnpack:
-		v = cost.UnpackOutF16(a, b)
-	case kBias:
-		v = cost.AddBiasF16(a, b, c)
-	}
+	v := cost.Cycles(m.spec(kind, a, b, c))
 	v += m.launch()
 	m.memo[key] = v
 	m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
 	return v
+}
+
+// spec is the kernel call a memo key stands for. The memo keys on ints,
+// not on the spec, so that a hit (the planner's hot path) boxes nothing.
+func (m *models) spec(kind, a, b, c int) kernels.Spec {
+	switch kind {
+	case kGemm:
+		return kernels.Gemm{K: a, C: b, R: c, Conservative: m.conservative}
+	case kCopy:
+		return kernels.Copy{N: a}
+	case kReduce:
+		return kernels.ReduceAdd{N: a, Parts: b}
+	case kGelu:
+		return kernels.Gelu{N: a}
+	case kUnpack:
+		return kernels.UnpackOut{R: a, C: b}
+	case kBias:
+		return kernels.AddBias{Rows: a, R: b, First: c}
+	}
+	panic("BUG: unknown kernel memo kind")
 }
 
 func (m *models) launch() int64 { return int64(m.t.Exchange.KernelLaunchCycles) }
@@ -413,7 +419,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 			for c := cols.Lo; c < cols.Hi; c += 16 {
 				n := rows.Len() * 32
 				if cyc := m.cycles(kCopy, n, 0, 0); cs.add(t, cyc) {
-					cs.calls = append(cs.calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
 						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}})
 				}
 			}
@@ -426,7 +432,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 			n := rows.Len() * cols.Len() * 2
 			e.fixed[t] += cost.Align(n*g.Chunks, 32)
 			if cyc := m.cycles(kCopy, n, 0, 0); cs.add(t, cyc) {
-				cs.calls = append(cs.calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+				cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
 					Reads: []Ref{{g.Left, -1, rows, cols}}})
 			}
 		}
@@ -454,7 +460,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 					part = -1
 				}
 				if cyc := m.cycles(kGemm, k, c, r); cs.add(t, cyc) {
-					cs.calls = append(cs.calls, Call{Tile: t, Kernel: g.Kernel, Params: kernels.Params{"k": k, "c": c, "r": r}, Cycles: cyc,
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Gemm{K: k, C: c, R: r, Conservative: m.conservative}, Cycles: cyc,
 						Reads:  []Ref{{g.Left, -1, rs, ks}, {g.Right, -1, ks, cols}},
 						Writes: []Ref{{g.Node, part, rs, cols}}})
 				}
@@ -532,7 +538,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 				// tile's own partial slice is copied behind them so that
 				// reduce_add sees parts contiguous arrays.
 				if cyc := m.cycles(kCopy, 2*n, 0, 0); cs.add(t, cyc) {
-					cs.calls = append(cs.calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": 2 * n}, Cycles: cyc,
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Copy{N: 2 * n}, Cycles: cyc,
 						Reads: []Ref{{g.Node, q, rs, sl}}})
 				}
 				if cyc := m.cycles(kReduce, n, parts, 0); cs.add(t, cyc) {
@@ -540,7 +546,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 					for p := range reads {
 						reads[p] = Ref{g.Node, p, rs, sl}
 					}
-					cs.calls = append(cs.calls, Call{Tile: t, Kernel: "reduce_add_f16", Params: kernels.Params{"n": n, "parts": parts},
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.ReduceAdd{N: n, Parts: parts},
 						Cycles: cyc, Reads: reads, Writes: []Ref{{g.Node, -1, rs, sl}}})
 				}
 				e.work[t] += cost.Align(parts*n*2, 32)
@@ -588,7 +594,7 @@ func streamWeights(m *models, g *GemmPlan, e *opEval, send, recv []int, emit fun
 				cyc := m.cycles(kCopy, b, 0, 0)
 				busy[t] += cyc
 				if detail {
-					calls = append(calls, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": b}, Cycles: cyc,
+					calls = append(calls, Call{Tile: t, Spec: kernels.Copy{N: b}, Cycles: cyc,
 						Reads: []Ref{{g.Right, -1, ks, sh}}})
 				}
 				if g.Rows.Count < 2 {
@@ -622,14 +628,14 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, cs *compute, e *opEval) {
 		if op.Op == graph.OpAdd {
 			r := blk.Rows.Len()
 			if cyc := m.cycles(kBias, n/16, r, 0); cs.add(t, cyc) {
-				cs.calls = append(cs.calls, Call{Tile: t, Kernel: "add_bias_f16", Params: kernels.Params{"rows": n / 16, "r": r, "first": 0},
+				cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.AddBias{Rows: n / 16, R: r},
 					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}})
 			}
 			e.weights[t] += cost.Align(blk.Cols.Len()*2, 32)
 			e.r1[t] += cost.Align(blk.Cols.Len()*2, 32)
 		} else {
 			if cyc := m.cycles(kGelu, n, 0, 0); cs.add(t, cyc) {
-				cs.calls = append(cs.calls, Call{Tile: t, Kernel: "gelu_f16", Params: kernels.Params{"n": n, "precise": 0},
+				cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Gelu{N: n},
 					Cycles: cyc, Reads: []Ref{in}, Writes: []Ref{next}})
 			}
 		}
@@ -638,7 +644,7 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, cs *compute, e *opEval) {
 	if g.Output {
 		r, c := blk.Rows.Len(), blk.Cols.Len()
 		if cyc := m.cycles(kUnpack, r, c, 0); cs.add(t, cyc) {
-			cs.calls = append(cs.calls, Call{Tile: t, Kernel: "unpack_out_f16", Params: kernels.Params{"r": r, "c": c},
+			cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.UnpackOut{R: r, C: c},
 				Cycles: cyc, Reads: []Ref{cur}, Writes: []Ref{cur}})
 		}
 		e.work[t] += cost.Align(n*2, 32)

@@ -209,11 +209,10 @@ type Transfer struct {
 // Call is one kernel call on one tile in a compute stage.
 type Call struct {
 	Tile   int
-	Kernel string
-	Params kernels.Params
-	Cycles int64 // modelled, including the launch overhead
-	Reads  []Ref // operands read (present on Tile before the call)
-	Writes []Ref // values produced
+	Spec   kernels.Spec // the kernel and its parameters
+	Cycles int64        // modelled, including the launch overhead
+	Reads  []Ref        // operands read (present on Tile before the call)
+	Writes []Ref        // values produced
 }
 
 // StageKind distinguishes exchange phases from compute stages.

@@ -230,7 +230,7 @@ func candidates(op gemmOp, tiles, budget, region1, blocks int) []*GemmPlan {
 				}
 				g := &GemmPlan{Node: op.node, Left: op.left, Right: op.right, Bias: op.bias, Epilogue: op.epilogue, Out: op.out, Output: op.output,
 					M: op.m, K: op.k, N: op.n, Kp: kp, Np: np, Rows: rows, Cols: cols, Inner: inner,
-					Kernel: "gemm_f16", Weights: WeightsResident, Chunks: op.chunks, TotalM: op.totalM}
+					Kernel: kernels.GemmF16, Weights: WeightsResident, Chunks: op.chunks, TotalM: op.totalM}
 				if inner.Count > 1 {
 					g.Reduce = ReduceAdd
 				}
@@ -686,9 +686,9 @@ func chunkCopies(m *models, last *GemmPlan, input *graph.Node, tiles int, detail
 			cyc := m.cycles(kCopy, n, 0, 0)
 			busy[t] += cyc
 			if detail {
-				cin = append(cin, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+				cin = append(cin, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
 					Reads: []Ref{{input, -1, r, c}}})
-				cout = append(cout, Call{Tile: t, Kernel: "copy_f16", Params: kernels.Params{"n": n}, Cycles: cyc,
+				cout = append(cout, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
 					Reads: []Ref{{last.Out, -1, r, c}}})
 			}
 		}

@@ -15,7 +15,7 @@ func AddBiasF16Model(x, b float16.Float16) float16.Float16 {
 }
 
 func init() {
-	register("add_bias_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
+	register(kernels.AddBiasF16, func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
 		rows, r, first := p["rows"], p["r"], p["first"]
 		groups := (first + rows + r - 1) / r
 		var a layArena

@@ -156,7 +156,7 @@ func ewCheckF16(t *emu.Tile, r layRegion, before []byte, want []float16.Float16,
 }
 
 func init() {
-	register("gelu_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
+	register(kernels.GeluF16, func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
 		n := p["n"]
 		var a layArena
 		in, out := a.alloc(2*n), a.alloc(2*n)
@@ -226,7 +226,7 @@ func ReduceAddF16Model(parts [][]float16.Float16, i int) float16.Float16 {
 }
 
 func init() {
-	register("reduce_add_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
+	register(kernels.ReduceAddF16, func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
 		n, np := p["n"], p["parts"]
 		var a layArena
 		in, out := a.alloc(2*n*np), a.alloc(2*n)

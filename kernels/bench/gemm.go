@@ -22,8 +22,8 @@ type gemmVariant struct {
 }
 
 func init() {
-	register("gemm_f16", gemmSetup(gemmVariant{cols: 16}))
-	register("gemm_f16_drain", gemmSetup(gemmVariant{cols: 16}))
+	register(kernels.GemmF16, gemmSetup(gemmVariant{cols: 16}))
+	register(kernels.GemmF16Drain, gemmSetup(gemmVariant{cols: 16}))
 	register("gemm_f16_f32acc", gemmSetup(gemmVariant{cols: 8, f32Out: true}))
 	register("gemm_f16_f32acc_drain", gemmSetup(gemmVariant{cols: 8, f32Out: true}))
 }

@@ -85,7 +85,7 @@ func layCheckExact(t *emu.Tile, r layRegion, before, want []byte, mask []bool) (
 }
 
 func init() {
-	register("copy_f16", func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
+	register(kernels.CopyF16, func(t *emu.Tile, p kernels.Params, rng *rand.Rand) (*Case, error) {
 		n := p["n"]
 		var a layArena
 		in, out := a.alloc(n), a.alloc(n)
@@ -231,6 +231,6 @@ func layUnpackSetup(f32 bool) Setup {
 }
 
 func init() {
-	register("unpack_out_f16", layUnpackSetup(false))
-	register("unpack_out_f32", layUnpackSetup(true))
+	register(kernels.UnpackOutF16, layUnpackSetup(false))
+	register(kernels.UnpackOutF32, layUnpackSetup(true))
 }
