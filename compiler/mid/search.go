@@ -1,7 +1,6 @@
 package mid
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -456,11 +455,11 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	if P > 0 {
 		var loops []*state
 		var lstats []GemmStats
-		lerr := errors.New("in place")
+		var lerr error
 		if !inPlace {
 			loops, lstats, lerr = loopSearch(ops, P, opt, m, budget, region1)
 		}
-		if lerr != nil {
+		if inPlace || lerr != nil {
 			// The loop in row chunks: each chunk runs every block.
 			loops, lstats, lerr = chunkSearch(ops, !inPlace, func(ops []gemmOp) ([]*state, []GemmStats, error) {
 				return loopSearch(ops, P, opt, m, budget, region1)
@@ -627,15 +626,14 @@ func loopSearch(ops []gemmOp, P int, opt Options, m *models, budget, region1 int
 // loopState costs the runtime loop whose blocks of P GEMMs run on the
 // grids of body (one GEMM plan per GEMM of a block): the first GEMM's left
 // operand is the graph input, held where the block's last GEMM leaves its
-// result (cyclicLayout); every block's GEMM plans are the body's on its
+// result (loopSource); every block's GEMM plans are the body's on its
 // own nodes. In row chunks (ops chunked), each chunk's input and result
 // stay in Q slots beside that buffer: the chunk copies its slot in before
 // the blocks and its result back after them (chunkCopies).
 func loopState(m *models, ops []gemmOp, P int, body []*GemmPlan, tiles int, detail bool) *state {
 	blocks := len(ops) / P
 	last := body[P-1]
-	src := cyclicLayout(last, body[0].Left)
-	held := evalGemm(m, last, nil, nil, tiles, false).held
+	src, held := loopSource(m, body, tiles)
 	s := &state{period: P}
 	var cycles int64
 	for _, g := range body {
@@ -699,12 +697,14 @@ func chunkCopies(m *models, last *GemmPlan, input *graph.Node, tiles int, detail
 	return e.stages[0], e.stages[1]
 }
 
-// cyclicLayout is where a looped plan's input (value in) lives: where the
-// block's last GEMM last leaves its result, in AMP output order.
-func cyclicLayout(last *GemmPlan, in *graph.Node) *layout {
+// loopSource is where a looped plan's block of GEMMs body reads its left
+// operand from, and its bytes per tile: the graph input, held where the
+// block's last GEMM leaves its result, in AMP output order.
+func loopSource(m *models, body []*GemmPlan, tiles int) (*layout, []int) {
+	last := body[len(body)-1]
 	l := *outLayout(last)
-	l.value, l.order = in, AMPOut
-	return &l
+	l.value, l.order = body[0].Left, AMPOut
+	return &l, evalGemm(m, last, nil, nil, tiles, false).held
 }
 
 // UnsupportedError is Search's error for a graph the planner does not
@@ -846,8 +846,7 @@ func materialize(g *graph.Graph, t *ipu21.Target, m *models, tiles int, s *state
 	var src *layout
 	var held []int
 	if p.Period > 0 {
-		src = cyclicLayout(body[p.Period-1], body[0].Left)
-		held = evalGemm(m, body[p.Period-1], nil, nil, tiles, false).held
+		src, held = loopSource(m, body, tiles)
 		p.Formats[body[0].Left.ID] = layoutFormat(src, body[0].Left, body[0].K, AnyMemory)
 	}
 	active := map[int]bool{}
