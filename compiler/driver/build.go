@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/emit"
 	"github.com/ipustack/ipustack/compiler/exchange"
 	"github.com/ipustack/ipustack/compiler/low"
@@ -436,7 +437,7 @@ type finalist struct {
 	// scheduled: low is from schedules (scheds are dropped once the
 	// finalist loses).
 	scheduled bool
-	low       low.Estimate
+	low       cost.Estimate
 	elapsed   time.Duration
 	err       error
 }

@@ -240,7 +240,7 @@ func TestMLPRowChunks(t *testing.T) {
 // weights: it needs row chunks, and the chunked chain, which keeps every
 // chunk's input (X0) and result (O1) apart (2 x 192,000 bytes), does not
 // fit either. Planned as a loop over its one block, each chunk's input and
-// then its result share one slot (the removed v0 family's in-place
+// then its result share one slot (the removed fixed-grid family's in-place
 // activations did the same: 539,591 cycles).
 func TestMLPRowChunksInPlace(t *testing.T) {
 	r := mlpRecipeFull(250, 384, 96, 1, 1, true)
@@ -313,7 +313,7 @@ func TestMLPManyChunks(t *testing.T) {
 
 // TestMLPBlockLoopWeights: 16 blocks of 512x256 (8 MiB of weights) on 32
 // tiles: the mid planner's loop over the blocks keeps every block's
-// weights resident on grids of 32 cells (344,353 cycles; the removed v0
+// weights resident on grids of 32 cells (344,353 cycles; the removed fixed-grid
 // family fitted them only streamed, at most 16 grid columns for 256
 // hidden columns, 677,857 cycles).
 func TestMLPBlockLoopWeights(t *testing.T) {
@@ -327,7 +327,7 @@ func TestMLPBlockLoopWeights(t *testing.T) {
 // Eight blocks of the SigLIP MLP on 1472 tiles: their weights (8 x 19.8
 // MB) fit the chip only streamed, block by block: the planner's loop
 // streams them (`ipu run --workload mlp --blocks 8`: 1,482,964 cycles,
-// PASS; the removed v0 family's streamed plan ran 2,685,895), and so
+// PASS; the removed fixed-grid family's streamed plan ran 2,685,895), and so
 // does so400m's depth, 27 blocks. The test builds them (the runs take
 // minutes; TestMidStreamedWeights runs a small streamed loop).
 func TestMLPStreamedWeights(t *testing.T) {

@@ -224,7 +224,7 @@ func BenchmarkConstructLow(b *testing.B) {
 	}
 }
 
-// A package built before the v0 plan family was removed may record a v0
+// A package built before the fixed-grid plan family was removed may record a fixed-grid
 // plan: its recipe still reads, and compiling it again fails with a clear
 // error, not a panic.
 func TestRecordedV0Plan(t *testing.T) {
@@ -235,7 +235,7 @@ func TestRecordedV0Plan(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Compile(context.Background(), Config{Recipe: r, Logger: quiet})
-	if err == nil || !strings.Contains(err.Error(), "recorded plan 2x2 q=1 stream=false colmajor=false is a v0 plan, no longer supported; rebuild the package") {
+	if err == nil || !strings.Contains(err.Error(), "recorded plan 2x2 q=1 stream=false colmajor=false is a plan of the removed fixed-grid family, no longer supported; rebuild the package") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -27,13 +27,13 @@ type Choice struct {
 	// many blocks (mid.Plan.Loop; 1: a chain in row chunks looped over
 	// its one block): Mid then lists one block's grids.
 	Loop int `json:"loop,omitempty"`
-	// legacy describes the choice of the removed v0 plan family that a
+	// legacy describes the choice of the removed fixed-grid plan family that a
 	// package built before it was removed recorded (see UnmarshalJSON);
 	// empty otherwise.
 	legacy string
 }
 
-// UnmarshalJSON decodes a recorded choice. A choice of the removed v0
+// UnmarshalJSON decodes a recorded choice. A choice of the removed fixed-grid
 // plan family (grid rows and columns "r" and "c", "stream",
 // "column_major") decodes without error, so that such a package's recipe
 // still reads, but Check refuses it.
@@ -57,11 +57,11 @@ func (c *Choice) UnmarshalJSON(b []byte) error {
 }
 
 // Check reports a choice that names no compiler/mid plan: one recorded by
-// a package of the removed v0 plan family, or one without grids.
+// a package of the removed fixed-grid plan family, or one without grids.
 func (c Choice) Check() error {
 	switch {
 	case c.legacy != "":
-		return fmt.Errorf("the recorded plan %s is a v0 plan, no longer supported; rebuild the package", c.legacy)
+		return fmt.Errorf("the recorded plan %s is a plan of the removed fixed-grid family, no longer supported; rebuild the package", c.legacy)
 	case len(c.Mid) == 0:
 		return fmt.Errorf("the recorded plan names no GEMM grids; rebuild the package")
 	}
@@ -80,7 +80,7 @@ type GemmGrid struct {
 
 func (c Choice) String() string {
 	if c.legacy != "" {
-		return "v0 " + c.legacy
+		return "fixed-grid " + c.legacy
 	}
 	s := "mid"
 	for _, g := range c.Mid {
@@ -140,7 +140,7 @@ func (pl *Plan) HostSkewCycles() int {
 			case OpHostSync:
 				c = 0
 			case OpHostCopy:
-				c += int(cost.Cycles(kernels.Copy{N: op.Bytes})) + callCycles // a host copy runs copy_f16
+				c += int(cost.Call(kernels.Copy{N: op.Bytes})) // a host copy runs copy_f16
 			}
 			if op.Kind == OpSample {
 				break
@@ -192,13 +192,13 @@ func (pl *Plan) PhaseRuns() []int {
 // global sync and the supervisor's sync 2 / sync 3, the same for every
 // plan.
 func (pl *Plan) PhaseOverheadCycles() int {
-	return ipu21.GlobalSyncCycles + phaseCycles
+	return ipu21.GlobalSyncCycles + cost.PhaseCycles
 }
 
 // Costed returns the estimate with the modelled exchange replaced by the
 // scheduled phases: horizons[i] is phase i's scheduled horizon (events),
 // charged PhaseRuns()[i] times plus PhaseOverheadCycles each.
-func (pl *Plan) Costed(horizons []int) Estimate {
+func (pl *Plan) Costed(horizons []int) cost.Estimate {
 	e := pl.Estimate
 	runs := pl.PhaseRuns()
 	x := 0

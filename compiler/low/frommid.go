@@ -46,7 +46,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
@@ -597,7 +596,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	if err := pl.checkMid(opts); err != nil {
 		return nil, err
 	}
-	pl.Estimate = pl.midEstimate()
+	pl.Estimate = mp.Estimate()
 	pl.addHostSkew()
 	return pl, nil
 }
@@ -837,121 +836,3 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 // otherKernelCodeBytes is the code estimate of a kernel call without a
 // typed spec (those are sized by Spec.CodeBytes).
 const otherKernelCodeBytes = 160
-
-// midEstimate models the run call's timed part: each compute stage (the
-// ops between two exchange phases) costs its busiest tile's kernels with
-// compiler/cost plus the supervisor's call overhead, each phase the
-// endpoint bound of its busiest tile plus the phase overhead.
-func (pl *Plan) midEstimate() Estimate {
-	tg := ipu21.IPU21()
-	var e Estimate
-	// Per tile, the ops of the timed part split at exchanges.
-	type part struct{ gemm, elem, reduce, copy int }
-	var stages [][]part // stage -> tile
-	memo := map[kernels.Spec]int64{}
-	for l := range pl.Programs {
-		s := 0
-		timed := false
-		for _, op := range flatOps(pl.Programs[l].Calls[1]) {
-			switch op.Kind {
-			case OpSample:
-				timed = op.Sample == 0
-			case OpExchange:
-				if timed {
-					s++
-				}
-			case OpKernel:
-				if !timed {
-					continue
-				}
-				for len(stages) <= s {
-					stages = append(stages, make([]part, len(pl.Programs)))
-				}
-				var cyc int64
-				class := kernels.ClassElementwise
-				if sp, ok := op.Spec(); ok {
-					class = sp.Class()
-					c, ok := memo[sp]
-					if !ok {
-						c = cost.Cycles(sp)
-						memo[sp] = c
-					}
-					cyc = c
-				} else {
-					var err error
-					cyc, err = cost.Kernel(op.Kernel, op.Params)
-					if err != nil {
-						panic("BUG: " + err.Error()) // checkMid resolved every call
-					}
-				}
-				c := int(cyc) + callCycles
-				pt := &stages[s][l]
-				switch class {
-				case kernels.ClassGemm:
-					pt.gemm += c
-				case kernels.ClassReduce:
-					pt.reduce += c
-				case kernels.ClassCopy:
-					pt.copy += c
-				default:
-					pt.elem += c
-				}
-			}
-		}
-	}
-	for _, st := range stages {
-		best := part{}
-		for _, pt := range st {
-			if pt.gemm+pt.elem+pt.reduce+pt.copy > best.gemm+best.elem+best.reduce+best.copy {
-				best = pt
-			}
-		}
-		e.Gemm += best.gemm
-		e.Elementwise += best.elem
-		e.Reduce += best.reduce
-		e.Copy += best.copy
-	}
-	runs := pl.PhaseRuns()
-	send := make([]int, pl.Tiles)
-	recv := make([]int, pl.Tiles)
-	for i, ph := range pl.Exchanges {
-		if runs[i] == 0 {
-			continue
-		}
-		clear(send)
-		clear(recv)
-		for _, t := range ph.Transfers {
-			// Destinations whose partner tile receives the transfer too
-			// take it as paired items (when cost.Pairs): half the events;
-			// the sender spends half the events on them and borrows its
-			// partner's lane.
-			b := 4 * t.Words
-			paired, plain := false, false
-			for k, d := range t.Dsts {
-				if cost.Pairs(t.Words) && ((k > 0 && t.Dsts[k-1].Tile == d.Tile^1) || (k+1 < len(t.Dsts) && t.Dsts[k+1].Tile == d.Tile^1)) {
-					recv[d.Tile] += b / 2
-					paired = true
-				} else {
-					recv[d.Tile] += b
-					plain = true
-				}
-			}
-			if paired {
-				send[t.Src] += b / 2
-				if p := t.Src ^ 1; p < len(send) {
-					send[p] += b / 2
-				}
-			}
-			if plain {
-				send[t.Src] += b
-			}
-		}
-		ms, mr := 0, 0
-		for l := range send {
-			ms, mr = max(ms, send[l]), max(mr, recv[l])
-		}
-		e.Exchange += runs[i] * (int(cost.ExchangePhase(tg, ms, mr)) + phaseCycles)
-	}
-	e.Total = e.Gemm + e.Elementwise + e.Reduce + e.Copy + e.Exchange
-	return e
-}

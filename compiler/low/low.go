@@ -1,6 +1,7 @@
 package low
 
 import (
+	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -186,17 +187,13 @@ type HostCall struct {
 	Phases  [][]HostTransfer
 }
 
-// Estimate is the cost model's breakdown of a plan's run call, each
-// stage charged for its slowest tile (cycles; see midEstimate).
-type Estimate struct {
-	Gemm, Elementwise, Reduce, Copy, Exchange, Total int
-}
-
 // Plan is the low-level program of the whole package.
 type Plan struct {
-	Problem   *Problem
-	Tiles     int
-	Estimate  Estimate
+	Problem *Problem
+	Tiles   int
+	// Estimate is the mid plan's cost record (mid.Plan.Estimate) and
+	// the host skew (HostSkewCycles, as copy).
+	Estimate  cost.Estimate
 	Programs  []TileProgram
 	Exchanges []XPhase
 	Inputs    []HostBinding
@@ -357,10 +354,6 @@ func (pl *Plan) hostCalls(ops func(t *TileProgram) (init, timed []Op)) {
 		t.Calls = [2][]Op{init, run}
 	}
 }
-
-// Supervisor work around each kernel call and exchange phase in the
-// estimates: argument setup, the call, sync 2 and sync 3 of an exchange.
-const callCycles, phaseCycles = 30, 60
 
 // CodeBytes is the tile code area (the runtime and its kernels), which
 // compiler/place puts in [ipu21.EntrySlot, ipu21.HostApertureBase).

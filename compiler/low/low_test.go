@@ -8,7 +8,7 @@ import (
 	"github.com/ipustack/ipustack/graph"
 )
 
-// A package built before the v0 plan family was removed records a v0
+// A package built before the fixed-grid plan family was removed records a fixed-grid
 // choice: its recipe still decodes, and Check gives a clear error; a mid
 // choice round-trips.
 func TestChoiceJSON(t *testing.T) {
@@ -16,8 +16,8 @@ func TestChoiceJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"r":27,"c":54,"q":1}`), &old); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.Check(); err == nil || !strings.Contains(err.Error(), "is a v0 plan, no longer supported; rebuild the package") {
-		t.Fatalf("v0 choice: %v", err)
+	if err := old.Check(); err == nil || !strings.Contains(err.Error(), "is a plan of the removed fixed-grid family, no longer supported; rebuild the package") {
+		t.Fatalf("fixed-grid choice: %v", err)
 	}
 	var none Choice
 	if err := json.Unmarshal([]byte(`{}`), &none); err != nil || none.Check() == nil {
@@ -33,7 +33,7 @@ func TestChoiceJSON(t *testing.T) {
 		t.Fatalf("%s: %v, %v, %v", b, back, err, back.Check())
 	}
 	if old.Equal(none) || old.Equal(ch) {
-		t.Fatal("a v0 choice equals another")
+		t.Fatal("a fixed-grid choice equals another")
 	}
 }
 

@@ -137,6 +137,11 @@ func (p *Plan) Check() error {
 	if p.SearchCycles != p.Cycles {
 		return fmt.Errorf("search costed %d cycles, materialised plan %d", p.SearchCycles, p.Cycles)
 	}
+	if e, err := p.record(); err != nil {
+		return fmt.Errorf("cost record: %w", err)
+	} else if e.Total != int(p.Cycles) {
+		return fmt.Errorf("cost record totals %d cycles (%+v), plan says %d", e.Total, e, p.Cycles)
+	}
 	for _, o := range p.Graph.Outputs() {
 		f := p.Formats[o.Node.ID]
 		if f == nil {

@@ -234,8 +234,7 @@ func (m *models) cycles(kind, a, b, c int) int64 {
 		m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
 		return v
 	}
-	v := cost.Cycles(m.spec(kind, a, b, c))
-	v += m.launch()
+	v := cost.Call(m.spec(kind, a, b, c))
 	m.memo[key] = v
 	m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
 	return v
@@ -260,8 +259,6 @@ func (m *models) spec(kind, a, b, c int) kernels.Spec {
 	}
 	panic("BUG: unknown kernel memo kind")
 }
-
-func (m *models) launch() int64 { return int64(m.t.Exchange.KernelLaunchCycles) }
 
 // leftNeed is the demand of a GEMM plan on its left operand.
 func leftNeed(g *GemmPlan) *need {
@@ -660,7 +657,7 @@ func addExchange(t *ipu21.Target, e *opEval, name string, send, recv []int, tr [
 	for i := range send {
 		ms, mr = max(ms, send[i]), max(mr, recv[i])
 	}
-	c := cost.ExchangePhase(t, ms, mr)
+	c := cost.Phase(t, ms, mr)
 	if c == 0 {
 		return
 	}

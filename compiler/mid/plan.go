@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
@@ -210,7 +211,7 @@ type Transfer struct {
 type Call struct {
 	Tile   int
 	Spec   kernels.Spec // the kernel and its parameters
-	Cycles int64        // modelled, including the launch overhead
+	Cycles int64        // modelled: cost.Call, the kernel and the supervisor's call overhead
 	Reads  []Ref        // operands read (present on Tile before the call)
 	Writes []Ref        // values produced
 }
@@ -305,6 +306,61 @@ func (p *Plan) Body() []*GemmPlan {
 		return p.Gemms[:p.Period]
 	}
 	return p.Gemms
+}
+
+// Estimate is the plan's cost record (cost.Estimate): every stage the
+// beam costed, run as often as the plan runs it (Chunks x Repeat() for
+// Stages, Chunks for Prologue and Epilogue), each compute stage split by
+// the kernel classes of its busiest tile (the first of equals). Its Total
+// is Cycles. The lowering keeps it as the lowered plan's estimate and the
+// rerank replaces only its exchange part, so the beam and the rerank
+// read one record.
+func (p *Plan) Estimate() cost.Estimate {
+	e, err := p.record()
+	if err != nil {
+		panic("BUG: mid: " + err.Error()) // Check tests the record of every plan Search makes
+	}
+	return e
+}
+
+// record is Estimate, or what makes a stage's cycles disagree with its
+// calls.
+func (p *Plan) record() (cost.Estimate, error) {
+	var e cost.Estimate
+	var err error
+	add := func(stages []Stage, runs int) {
+		for i := range stages {
+			st := &stages[i]
+			if st.Kind == ExchangeStage {
+				e.AddExchange(runs * int(st.Cycles))
+				continue
+			}
+			if len(st.Calls) == 0 {
+				e.Add(kernels.ClassElementwise, runs*int(st.Cycles))
+				continue
+			}
+			busy := map[int]int64{}
+			busiest := -1
+			for _, c := range st.Calls {
+				busy[c.Tile] += c.Cycles
+				if busiest < 0 || busy[c.Tile] > busy[busiest] || (busy[c.Tile] == busy[busiest] && c.Tile < busiest) {
+					busiest = c.Tile
+				}
+			}
+			if busy[busiest] != st.Cycles && err == nil {
+				err = fmt.Errorf("stage %s costs %d cycles, the calls of its busiest tile %d add up to %d", st.Name, st.Cycles, busiest, busy[busiest])
+			}
+			for _, c := range st.Calls {
+				if c.Tile == busiest {
+					e.Add(c.Spec.Class(), runs*int(c.Cycles))
+				}
+			}
+		}
+	}
+	add(p.Stages, max(p.Chunks, 1)*p.Repeat())
+	add(p.Prologue, max(p.Chunks, 1))
+	add(p.Epilogue, max(p.Chunks, 1))
+	return e, err
 }
 
 // Efficiency is useful flops / (cycles x all chip tiles x 128 flop/cycle),

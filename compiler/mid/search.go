@@ -267,12 +267,12 @@ func estimate(m *models, g *GemmPlan) int64 {
 		e += m.cycles(kCopy, sh, 0, 0)
 	}
 	if in > 0 || out > 0 {
-		e += cost.ExchangePhase(m.t, out, in)
+		e += cost.Phase(m.t, out, in)
 	}
 	s := g.Slice(0, 0).Len()
 	n := r * s
 	if g.Inner.Count > 1 {
-		e += cost.ExchangePhase(m.t, r*(c-s)*2, (g.Inner.Count-1)*n*2)
+		e += cost.Phase(m.t, r*(c-s)*2, (g.Inner.Count-1)*n*2)
 		e += m.cycles(kCopy, 2*n, 0, 0) + m.cycles(kReduce, n, g.Inner.Count, 0)
 	}
 	for _, op := range g.Epilogue {
