@@ -451,3 +451,38 @@ func TestRebuildLoop(t *testing.T) {
 		t.Fatal("no looped finalist")
 	}
 }
+
+// A chain looped over its one block in row chunks (Loop 1) rebuilds to
+// the plan the search made, cost record included: the body's result is
+// not unpacked in either (loopBody), which Rebuild once missed.
+func TestRebuildChunkLoop(t *testing.T) {
+	g, err := graph.MLPGraph(graph.MLPConfig{Batch: 1, Tokens: 729, Dim: 256, Hidden: 1024, Blocks: 1}, 1, graph.GeluTanh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := search(t, g, Options{Tiles: 4})
+	n := 0
+	for i, p := range res.Finalists {
+		if p.Loop() != 1 || p.Chunks < 2 {
+			continue
+		}
+		n++
+		var grids []Grid
+		for _, gp := range p.Body() {
+			grids = append(grids, gp.Grid())
+		}
+		q, err := Rebuild(g, ipu21.IPU21(), 4, grids, p.Chunks, p.Loop())
+		if err != nil {
+			t.Fatalf("finalist %d: %v", i, err)
+		}
+		if q.Summary() != p.Summary() || q.Cycles != p.Cycles || q.Estimate() != p.Estimate() {
+			t.Fatalf("finalist %d rebuilt differs:\n%s%+v\n%s%+v", i, p.Summary(), p.Estimate(), q.Summary(), q.Estimate())
+		}
+		if err := q.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no finalist looped over its one block in row chunks")
+	}
+}

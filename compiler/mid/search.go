@@ -598,13 +598,7 @@ func period(ops []gemmOp) int {
 // first.
 func loopSearch(ops []gemmOp, P int, opt Options, m *models, budget, region1 int) ([]*state, []GemmStats, error) {
 	blocks := len(ops) / P
-	// The body's last result is not unpacked: it stays where the next
-	// block reads it, and the host reads the output from there.
-	body := slices.Clone(ops[:P])
-	for i := range body {
-		body[i].output = false
-	}
-	beam, stats, err := beamSearch(body, opt, m, budget, region1, blocks)
+	beam, stats, err := beamSearch(loopBody(ops, P), opt, m, budget, region1, blocks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -621,6 +615,18 @@ func loopSearch(ops []gemmOp, P int, opt Options, m *models, budget, region1 int
 	}
 	sortStates(out)
 	return out, stats, nil
+}
+
+// loopBody is the ops of a loop's block of P GEMMs, as the search and
+// Rebuild plan them: the body's last result is not unpacked (it stays
+// where the next block reads it, and the host reads the output from
+// there).
+func loopBody(ops []gemmOp, P int) []gemmOp {
+	body := slices.Clone(ops[:P])
+	for i := range body {
+		body[i].output = false
+	}
+	return body
 }
 
 // loopState costs the runtime loop whose blocks of P GEMMs run on the
@@ -987,7 +993,11 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids []Grid, chunks, b
 	}
 	m := &models{t: t, memo: map[[4]int]int64{}}
 	s := &state{}
-	for i, op := range ops[:want] {
+	body := ops[:want]
+	if blocks > 0 {
+		body = loopBody(ops, want)
+	}
+	for i, op := range body {
 		want := grids[i]
 		var found *GemmPlan
 		for _, c := range candidates(op, opt.Tiles, int(^uint(0)>>1), int(^uint(0)>>1), max(blocks, 1)) {
