@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // EncoderConfig is the shape of a stack of SigLIP vision encoder layers (the future flags
@@ -24,6 +25,17 @@ const LayerNormEps = 1e-6
 // DefaultEncoder is one SigLIP so400m vision encoder layer: batch 1, 729 tokens, d=1152, 16
 // heads of 72, h=4304, f16 values and accumulation.
 var DefaultEncoder = EncoderConfig{Batch: 1, Tokens: 729, Dim: 1152, Heads: 16, Hidden: 4304, Layers: 1, DType: F16, Acc: F16}
+
+// Name is the workload name used in logs and metrics, after the MLP's:
+// siglip-encoder-layer-f16-b1-t729-d1152-a16-h4304-l1 (a: attention heads, l: layers; "-f32"
+// names f32 values, "-acc32" f32 accumulation).
+func (c EncoderConfig) Name() string {
+	s := fmt.Sprintf("siglip-encoder-layer-%v-b%d-t%d-d%d-a%d-h%d-l%d", c.DType, c.Batch, c.Tokens, c.Dim, c.Heads, c.Hidden, c.Layers)
+	if c.Acc != c.DType {
+		s += "-acc" + strings.TrimPrefix(c.Acc.String(), "f")
+	}
+	return s
+}
 
 // HeadDim is Dim/Heads.
 func (c EncoderConfig) HeadDim() int { return c.Dim / c.Heads }

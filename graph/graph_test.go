@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/json"
 	"runtime"
 	"slices"
 	"strings"
@@ -200,8 +201,47 @@ func TestPresets(t *testing.T) {
 	if err != nil || g.GemmFlops() != 2*3*5*7 || f.Gemm.Name() != "gemm-f16-m3-k5-n7" {
 		t.Errorf("gemm preset: %v %v", err, g)
 	}
-	if _, err := Preset("resnet", f); err == nil || err.Error() != `unknown workload "resnet" (known: gemm, mlp, siglip-mlp-f16)` {
+	if _, err := Preset("resnet", f); err == nil || err.Error() != `unknown workload "resnet" (known: encoder, gemm, mlp, siglip-encoder-layer, siglip-mlp-f16)` {
 		t.Errorf("unknown preset error: %v", err)
+	}
+}
+
+// The encoder-layer preset: so400m's layer by default, the shared shape
+// flags and --heads --layers through EncoderFlags, and a recipe of the
+// other presets that does not mention it.
+func TestEncoderPreset(t *testing.T) {
+	g, err := Preset("encoder", DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per layer: q, k, v, out projections (4 x 1152^2), fc1 and fc2, the
+	// scores and the context (16 heads x 729^2 x 72 each), 2 flops per MAC.
+	want := 2 * (729*1152*1152*4 + 729*1152*4304*2 + 16*729*729*72*2)
+	if g.GemmFlops() != int64(want) {
+		t.Errorf("flops %d, want %d", g.GemmFlops(), want)
+	}
+	if n, _ := WorkloadName("siglip-encoder-layer", DefaultFlags()); n != "siglip-encoder-layer-f16-b1-t729-d1152-a16-h4304-l1" {
+		t.Errorf("name %s", n)
+	}
+	f := DefaultFlags()
+	f.Encoder = EncoderFlags(MLPConfig{Batch: 2, Tokens: 50, Dim: 64, Hidden: 96, Blocks: 1}, 4, 3)
+	g, err = Preset("siglip-encoder-layer", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := WorkloadName("encoder", f); n != "siglip-encoder-layer-f16-b2-t50-d64-a4-h96-l3" {
+		t.Errorf("name %s", n)
+	}
+	if out := g.Outputs()[0]; out.Node.Name != "2.residual2" || !out.Node.Shape.Equal(Shape{2, 50, 64}) {
+		t.Errorf("output %s %v", out.Node.Name, out.Node.Shape)
+	}
+	f.Encoder.Heads = 5
+	if _, err := Preset("encoder", f); err == nil || !strings.Contains(err.Error(), "--heads 5 does not divide --dim 64") {
+		t.Errorf("bad heads: %v", err)
+	}
+	b, err := json.Marshal(DefaultFlags())
+	if err != nil || strings.Contains(string(b), "Encoder") {
+		t.Errorf("the default flags' JSON names the encoder: %s %v", b, err)
 	}
 }
 

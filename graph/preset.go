@@ -26,6 +26,27 @@ type Flags struct {
 	Seed uint64 // data seed of inputs and parameters
 	// Gelu selects the GELU formula of the MLP (default tanh, as SigLIP).
 	Gelu GeluApprox
+	// Encoder is the shape of the encoder-layer preset; nil for the others (so that the recipe
+	// a package records for them is what it was before the preset existed). EncoderFlags sets
+	// it from the shared shape flags.
+	Encoder *EncoderConfig `json:",omitempty"`
+}
+
+// EncoderFlags is the encoder-layer shape of the shared flags: --batch --tokens --dim
+// --hidden (the MLP's, whose defaults are so400m's too), --heads and --layers, in f16 with
+// f16 accumulation.
+func EncoderFlags(m MLPConfig, heads, layers int) *EncoderConfig {
+	c := DefaultEncoder
+	c.Batch, c.Tokens, c.Dim, c.Hidden, c.Heads, c.Layers = m.Batch, m.Tokens, m.Dim, m.Hidden, heads, layers
+	return &c
+}
+
+// encoder is f's encoder shape, the default when none is set.
+func (f Flags) encoder() EncoderConfig {
+	if f.Encoder != nil {
+		return *f.Encoder
+	}
+	return DefaultEncoder
 }
 
 // DefaultMLP is the SigLIP so400m vision MLP: batch 1, 729 tokens, d=1152, h=4304, one block,
@@ -122,6 +143,10 @@ var presets = map[string]string{
 	"gemm":           "gemm",
 	"siglip-mlp-f16": "siglip-mlp-f16",
 	"mlp":            "siglip-mlp-f16",
+	// The SigLIP vision encoder layer (flags --batch --tokens --dim --heads --hidden
+	// --layers); graphed with its host reference, not planned yet.
+	"siglip-encoder-layer": "siglip-encoder-layer",
+	"encoder":              "siglip-encoder-layer",
 }
 
 // Presets lists the accepted workload names, aliases included, sorted.
@@ -148,6 +173,8 @@ func WorkloadName(name string, f Flags) (string, error) {
 		return f.Gemm.Name(), nil
 	case "siglip-mlp-f16":
 		return f.MLP.Name(), nil
+	case "siglip-encoder-layer":
+		return f.encoder().Name(), nil
 	}
 	return "", unknownPreset(name)
 }
@@ -156,13 +183,16 @@ func unknownPreset(name string) error {
 	return fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(Presets(), ", "))
 }
 
-// Preset builds a workload graph: "gemm" (f.Gemm) or "siglip-mlp-f16" / "mlp" (f.MLP).
+// Preset builds a workload graph: "gemm" (f.Gemm), "siglip-mlp-f16" / "mlp" (f.MLP) or
+// "siglip-encoder-layer" / "encoder" (f.Encoder, so400m's when nil).
 func Preset(name string, f Flags) (*Graph, error) {
 	switch c, _ := CanonicalPreset(name); c {
 	case "gemm":
 		return GemmGraph(f.Gemm, f.Seed)
 	case "siglip-mlp-f16":
 		return MLPGraph(f.MLP, f.Seed, f.Gelu)
+	case "siglip-encoder-layer":
+		return EncoderLayerGraph(f.encoder(), f.Seed)
 	}
 	return nil, unknownPreset(name)
 }

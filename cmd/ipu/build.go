@@ -24,7 +24,10 @@ type workloadFlags struct {
 	target   string
 	tiles    int
 	flags    graph.Flags
-	noCache  bool
+	// heads and layers are the encoder's own shape flags (the others
+	// are the MLP's, shared).
+	heads, layers int
+	noCache       bool
 	// conservative: build for (and, in run, run under) the emulator's
 	// conservative assumption set.
 	conservative bool
@@ -32,16 +35,18 @@ type workloadFlags struct {
 
 func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	w.flags = graph.DefaultFlags()
-	fs.StringVar(&w.workload, "workload", defaultWorkload, "workload preset: gemm, mlp, siglip-mlp-f16")
+	fs.StringVar(&w.workload, "workload", defaultWorkload, "workload preset: gemm, mlp, siglip-mlp-f16, siglip-encoder-layer (alias encoder; graphed, not planned yet)")
 	fs.StringVar(&w.target, "target", "ipu21", "target chip")
 	fs.IntVar(&w.tiles, "tiles", ipu21.Tiles, "number of tiles (1..1472)")
 	fs.IntVar(&w.flags.Gemm.M, "m", graph.DefaultGemm.M, "gemm: rows of x")
 	fs.IntVar(&w.flags.Gemm.K, "k", graph.DefaultGemm.K, "gemm: inner dimension")
 	fs.IntVar(&w.flags.Gemm.N, "n", graph.DefaultGemm.N, "gemm: columns of w")
-	fs.IntVar(&w.flags.MLP.Batch, "batch", graph.DefaultMLP.Batch, "mlp: batch")
-	fs.IntVar(&w.flags.MLP.Tokens, "tokens", graph.DefaultMLP.Tokens, "mlp: tokens per batch item")
-	fs.IntVar(&w.flags.MLP.Dim, "dim", graph.DefaultMLP.Dim, "mlp: model dimension")
-	fs.IntVar(&w.flags.MLP.Hidden, "hidden", graph.DefaultMLP.Hidden, "mlp: hidden dimension")
+	fs.IntVar(&w.flags.MLP.Batch, "batch", graph.DefaultMLP.Batch, "mlp, encoder: batch")
+	fs.IntVar(&w.flags.MLP.Tokens, "tokens", graph.DefaultMLP.Tokens, "mlp, encoder: tokens per batch item")
+	fs.IntVar(&w.flags.MLP.Dim, "dim", graph.DefaultMLP.Dim, "mlp, encoder: model dimension")
+	fs.IntVar(&w.flags.MLP.Hidden, "hidden", graph.DefaultMLP.Hidden, "mlp, encoder: hidden dimension")
+	fs.IntVar(&w.heads, "heads", graph.DefaultEncoder.Heads, "encoder: attention heads (dividing --dim)")
+	fs.IntVar(&w.layers, "layers", graph.DefaultEncoder.Layers, "encoder: layers (each layer's output is the next one's input)")
 	fs.IntVar(&w.flags.MLP.Blocks, "blocks", graph.DefaultMLP.Blocks, "mlp: blocks (each block's output is the next one's input)")
 	fs.BoolVar(&w.flags.MLP.Biases, "biases", false, "mlp: with biases (b1 after the first, b2 after the second GEMM of each block)")
 	fs.Uint64Var(&w.flags.Seed, "seed", 0, "data seed of inputs and weights")
@@ -54,21 +59,25 @@ func (w *workloadFlags) recipe() (driver.Recipe, error) {
 	if _, err := ipu21.Lookup(w.target); err != nil {
 		return driver.Recipe{}, err
 	}
-	r := driver.Recipe{Workload: w.workload, Flags: w.flags, Tiles: w.tiles}
+	c, _ := graph.CanonicalPreset(w.workload)
+	f := w.flags
+	if c == "siglip-encoder-layer" {
+		f.Encoder = graph.EncoderFlags(f.MLP, w.heads, w.layers)
+	}
+	r := driver.Recipe{Workload: w.workload, Flags: f, Tiles: w.tiles}
 	if w.conservative {
 		r.Assumptions = emu.ConservativeName
 	}
 	if err := r.Validate(); err != nil {
 		return r, err
 	}
-	c, _ := graph.CanonicalPreset(w.workload)
-	var err error
-	if c == "gemm" {
-		err = w.flags.Gemm.Validate()
-	} else {
-		err = w.flags.MLP.Validate()
+	switch c {
+	case "gemm":
+		return r, f.Gemm.Validate()
+	case "siglip-encoder-layer":
+		return r, f.Encoder.Validate()
 	}
-	return r, err
+	return r, f.MLP.Validate()
 }
 
 func (w *workloadFlags) cache() kernels.Cache {
