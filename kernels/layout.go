@@ -71,9 +71,9 @@ func layLimit(max int) func(int, Params) error {
 
 func init() {
 	register(&Kernel{
-		Name:   "pack_left_f16",
+		Name:   PackLeftF16,
 		Source: "pack.S",
-		Entry:  "pack_left_f16",
+		Entry:  PackLeftF16,
 		Doc: "row-major f16 [r][k] (row stride `stride` elements) -> AMP left panel " +
 			"[ceil(k/16)][r][16] (byte (kg*r+row)*32 + 2i = A[row][16kg+i], columns >= k zero); " +
 			"six workers split the rows; 4 pace bundles (8 stored bytes each) per row and group." + layABI,

@@ -2,17 +2,23 @@ package kernels
 
 import "fmt"
 
-// Names of the kernels the compiler calls (GemmF16 and GemmF16Drain are in
-// gemm.go). The registry records, the typed specs below and the compiler's
-// passes that special-case a kernel all use these, so that a kernel's name
-// is spelled once.
+// Names of the registered kernels (the GEMM ones are in gemm.go). The
+// registry records, the typed specs below and the compiler's passes that
+// special-case a kernel all use these, so that a kernel's name is spelled
+// once.
 const (
-	CopyF16      = "copy_f16"
-	ReduceAddF16 = "reduce_add_f16"
-	GeluF16      = "gelu_f16"
-	AddBiasF16   = "add_bias_f16"
-	UnpackOutF16 = "unpack_out_f16"
-	UnpackOutF32 = "unpack_out_f32"
+	FillZero          = "fill_zero"
+	CopyF16           = "copy_f16"
+	ReduceAddF16      = "reduce_add_f16"
+	GeluF16           = "gelu_f16"
+	AddBiasF16        = "add_bias_f16"
+	PackLeftF16       = "pack_left_f16"
+	UnpackOutF16      = "unpack_out_f16"
+	UnpackOutF32      = "unpack_out_f32"
+	AddF16            = "add_f16"
+	LayerNormF16      = "layer_norm_f16"
+	SoftmaxF16        = "softmax_f16"
+	AttentionMergeF16 = "attention_merge_f16"
 )
 
 // Class is the kind of work a kernel call does, as the cost estimates

@@ -8,7 +8,7 @@
 //
 // Each kernel model is structural: the number of bundles each of the six
 // workers issues in each worker run is counted from the kernel's source
-// (kernels/src/*.S: prologue instructions, rpt bodies, per-group overheads,
+// (kernels/assemble/src/*.S: prologue instructions, rpt bodies, per-group overheads,
 // the work split "worker w takes n/6 + (w < n%6) rows/words"), and those
 // counts are fed through the tile's issue rules (issueModel: six slots, one
 // bundle per 6 cycles per worker, the supervisor in the free slots, sync 2
