@@ -198,8 +198,10 @@ func init() {
 			{Reg: "$m6", Name: "out", Doc: "mode 2: rows*values f16, 8-byte aligned"},
 		},
 		Operands: []Operand{
-			{Name: "acc", Align: 8, Written: true, Bytes: func(p Params) int { return 4 * rv(p) }},
-			{Name: "stats", Align: 8, Written: true, Bytes: func(p Params) int { return 8 * p["rows"] }},
+			// acc and stats are state: read by the update and the final
+			// step, written by the initial step and the update.
+			{Name: "acc", Align: 8, Written: true, ReadFirst: true, Bytes: func(p Params) int { return 4 * rv(p) }},
+			{Name: "stats", Align: 8, Written: true, ReadFirst: true, Bytes: func(p Params) int { return 8 * p["rows"] }},
 			{Name: "bacc", Align: 8, Bytes: func(p Params) int { return (2 + 2*p["bacc32"]) * rv(p) }},
 			{Name: "bstats", Align: 8, Bytes: func(p Params) int { return 8 * p["rows"] }},
 			{Name: "out", Align: 8, Written: true, Bytes: func(p Params) int {

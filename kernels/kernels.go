@@ -47,6 +47,14 @@ type Operand struct {
 	DistinctElementFrom []string
 	// Written: the kernel writes this operand.
 	Written bool
+	// ReadFirst: the kernel may read this Written operand before writing
+	// it, an in-place update such as out += bias (Written alone says
+	// nothing about reads).
+	ReadFirst bool
+	// Gaps, when set, reports whether with parameters p the kernel leaves
+	// some bytes of this Written operand's extent (Bytes) untouched, as an
+	// unpack with a row stride wider than the written columns does.
+	Gaps func(p Params) bool
 }
 
 // Param is one specialisation parameter (a -D definition of the source).
