@@ -69,3 +69,21 @@ func TestImportRules(t *testing.T) {
 		t.Errorf("launch must not depend on compiler/...:\n%s", strings.Join(bad, "\n"))
 	}
 }
+
+// The planner side of the compiler — the planner, the cost model and the
+// lowering — names kernels by their ABI records and typed specs (package
+// kernels) and never needs an object: it does not depend on the assembler,
+// the ELF code or kernels/assemble (issue 16 item 2).
+func TestPlannerDeps(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	for _, pkg := range []string{"compiler/mid", "compiler/cost", "compiler/low", "kernels"} {
+		m := deps(t, module+pkg)
+		if bad := forbidden(m, func(p string) bool {
+			return p == module+"asm" || p == module+"elf" || p == module+"kernels/assemble"
+		}); len(bad) > 0 {
+			t.Errorf("%s must not depend on asm, elf or kernels/assemble:\n%s", pkg, strings.Join(bad, "\n"))
+		}
+	}
+}

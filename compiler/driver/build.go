@@ -29,7 +29,7 @@ import (
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // Recipe is what a package was built from. It is stored in the package
@@ -73,7 +73,7 @@ type Finalist struct {
 type Config struct {
 	Recipe
 	// Cache is the kernel cache (zero: no caching).
-	Cache kernels.Cache
+	Cache assemble.Cache
 	// Logger receives the stage spans (default slog.Default()).
 	Logger *slog.Logger
 	// CompilerVersion is recorded in the package.

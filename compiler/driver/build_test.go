@@ -14,7 +14,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/place"
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/graph"
-	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -144,7 +144,7 @@ func TestDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.GOMAXPROCS(2)
-	cache := kernels.Cache{Dir: t.TempDir()}
+	cache := assemble.Cache{Dir: t.TempDir()}
 	for i := 0; i < 2; i++ { // cold, then warm cache
 		res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test", Cache: cache})
 		if err != nil {

@@ -44,6 +44,7 @@ import (
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // Addresses are one tile's buffer addresses.
@@ -205,7 +206,7 @@ func Specs(pl *low.Plan) []Spec {
 }
 
 // CompileKernels builds every specialisation (through cache) in parallel.
-func CompileKernels(specs []Spec, cache kernels.Cache) (map[string]*Compiled, error) {
+func CompileKernels(specs []Spec, cache assemble.Cache) (map[string]*Compiled, error) {
 	res := make([]*Compiled, len(specs))
 	errs := make([]error, len(specs))
 	parallel(len(specs), func(i int) { res[i], errs[i] = compileKernel(specs[i], cache) })

@@ -38,7 +38,7 @@ const SampleBuf = "\x00samples"
 
 // TimedStep is one sampled step of a tile's "run" call.
 type TimedStep struct {
-	Name   string // "gemm_f16", "sync gather rows", "exchange gather rows", "loop 4x", "run.end"
+	Name   string // a kernel name (kernels.GemmF16 ...), "sync gather rows", "exchange gather rows", "loop 4x", "run.end"
 	Kind   string // "compute", "exchange", "sync" or "host"
 	Kernel string // kernel of a compute step
 	Phase  int    // exchange phase of a sync or exchange step; -1 otherwise

@@ -488,7 +488,7 @@ func Eliminate(pl *Plan) PassReport {
 	return rep
 }
 
-func isClear(op *Op) bool { return op.Kind == OpKernel && op.Kernel == "fill_zero" }
+func isClear(op *Op) bool { return op.Kind == OpKernel && op.Kernel == kernels.FillZero }
 
 // eliminateClears drops the dead clears of every tile's calls; clears in
 // loop bodies are kept (and counted as kept).
@@ -688,55 +688,49 @@ func opAccess(pl *Plan, tile int, op *Op) (reads, writes []byteSpan, ok bool) {
 	return nil, nil, false // loops and anything else: not analysed
 }
 
-// kernelAccess applies the kernel access contract to a call. A Written
-// operand counts as a write only if the kernel does not read it: not for
-// an in-place updater (readsOut), not when a read operand's range overlaps
-// it (gelu_f16 or copy_f16 with out == in, reduce_add_f16 with out on part
-// 0), and not when the kernel leaves gaps in it (writesWhole); such an
-// operand counts as read (or, for gaps, as neither).
+// kernelAccess applies the kernel access contract (kernels.AccessOf of the
+// call's spec) to a call. A Written operand counts as a write only if the
+// kernel does not read it: not for an in-place updater (ReadFirst), not
+// when a read operand's range overlaps it (gelu_f16 or copy_f16 with out
+// == in, reduce_add_f16 with out on part 0), and not when the kernel
+// leaves gaps in it (Gaps); such an operand counts as read (or, for gaps,
+// as neither).
 func kernelAccess(op *Op) (reads, writes []byteSpan, ok bool) {
-	k, err := kernels.Lookup(op.Kernel)
-	if err != nil {
+	spec, ok := op.Spec()
+	if !ok {
 		return nil, nil, false
 	}
-	p, err := k.Resolve(op.Params)
+	acc, err := kernels.AccessOf(spec)
 	if err != nil {
 		return nil, nil, false
 	}
 	type operand struct {
-		s       byteSpan // the operand's bytes
-		tail    int      // how far past them it may be read
-		written bool
+		s byteSpan // the operand's bytes
+		kernels.Access
 	}
-	ops := make([]operand, 0, len(k.Operands))
-	for _, o := range k.Operands {
-		reg := ""
-		for _, a := range k.Args {
-			if a.Name == o.Name {
-				reg = a.Reg
-			}
-		}
-		r, found := opArg(op, reg)
-		if reg == "" || !found || o.Bytes == nil {
+	ops := make([]operand, 0, len(acc))
+	for _, a := range acc {
+		r, found := opArg(op, a.Reg)
+		if !found {
 			return nil, nil, false
 		}
-		s, ok := refSpan(r, o.Bytes(p))
+		s, ok := refSpan(r, a.Bytes)
 		if !ok {
 			return nil, nil, false
 		}
-		ops = append(ops, operand{s, o.TailBytes, o.Written})
+		ops = append(ops, operand{s, a})
 	}
 	for _, o := range ops {
-		if !o.written {
-			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.tail})
+		if !o.Written {
+			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.Tail})
 		}
 	}
 	pure := reads // the operands that are only read
 	for _, o := range ops {
-		if !o.written {
+		if !o.Written {
 			continue
 		}
-		read := readsOut(k)
+		read := o.ReadFirst
 		for _, r := range pure {
 			if r.overlaps(o.s) {
 				read = true
@@ -744,45 +738,17 @@ func kernelAccess(op *Op) (reads, writes []byteSpan, ok bool) {
 		}
 		switch {
 		case read:
-			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.tail})
-		case o.tail > 0:
-			reads = append(reads, byteSpan{o.s.Buf, o.s.Hi, o.s.Hi + o.tail})
+			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.Tail})
+		case o.Tail > 0:
+			reads = append(reads, byteSpan{o.s.Buf, o.s.Hi, o.s.Hi + o.Tail})
 			fallthrough
 		default:
-			if writesWhole(k, p) {
+			if !o.Gaps {
 				writes = append(writes, o.s)
 			}
 		}
 	}
 	return reads, writes, true
-}
-
-// readsOut reports whether a kernel reads its Written operands before it
-// writes them (an in-place update: out += ...), which the contract's
-// Written flag does not say. add_bias_f16 adds the bias to out in place.
-func readsOut(k *kernels.Kernel) bool {
-	switch k.Name {
-	case kernels.AddBiasF16:
-		return true
-	}
-	return false
-}
-
-// writesWhole reports whether a kernel writes every byte of its Written
-// operands' ranges (Operand.Bytes). The unpack kernels with a row stride
-// wider than the written columns leave the rest of each row untouched:
-// their out range is an extent with gaps, which overwrites nothing for
-// certain.
-func writesWhole(k *kernels.Kernel, p kernels.Params) bool {
-	switch k.Name {
-	case kernels.UnpackOutF16, kernels.UnpackOutF32:
-		s := p["stride"]
-		if s == 0 {
-			s = p["c"]
-		}
-		return s == (p["c"]+3)/4*4
-	}
-	return true
 }
 
 // eliminatePhases removes the exchange phases without transfers and the

@@ -66,7 +66,7 @@ type GemmPlan struct {
 	Rows, Cols, Inner Tiling
 	Orientation       Orientation
 	Weights           WeightPlacement
-	Kernel            string // "gemm_f16"
+	Kernel            string // the GEMM kernel, e.g. kernels.GemmF16
 	Reduce            ReduceKind
 	// Chunks is how many row chunks the chain runs in (1: none): M is
 	// then the rows of one chunk, every chunk runs the same stages on the
