@@ -24,6 +24,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
@@ -249,7 +250,7 @@ func problem(r Recipe) (*graph.Graph, *low.Problem, low.Options, error) {
 	if err != nil {
 		return nil, nil, opts, err
 	}
-	opts.Tiles, opts.Fits, opts.MaxPhases = r.Tiles, place.Fits, place.MaxRowPhases
+	opts.Tiles, opts.Fits, opts.MaxPhases = r.Tiles, place.Fits, tile.MaxRowPhases
 	opts.Conservative = r.Conservative()
 	return g, p, opts, nil
 }
@@ -311,7 +312,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			parallelDo(len(fins), func(i int) {
 				f := fins[i]
 				t := time.Now()
-				f.addrs, f.err = emit.PlaceAll(f.plan)
+				f.addrs, f.err = emit.PlaceAll(&f.plan.Program)
 				f.elapsed += time.Since(t)
 			})
 			return nil
@@ -347,7 +348,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			return nil
 		}},
 		{"compile_kernels", func() error {
-			specs = emit.Specs(res.Plan)
+			specs = emit.Specs(&res.Plan.Program)
 			var err error
 			ks, err = emit.CompileKernels(specs, cfg.Cache)
 			if err != nil {
@@ -365,7 +366,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 		}},
 		{"emit_tile_code", func() error {
 			var err error
-			programs, tileProg, err = emit.Programs(res.Plan, addrs, ks)
+			programs, tileProg, err = emit.Programs(&res.Plan.Program, addrs, ks)
 			return err
 		}},
 		{"link_runtime", func() error {
@@ -378,7 +379,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 		}},
 		{"build_tile_images", func() error {
 			var err error
-			res.Package, err = emit.Package(res.Plan, addrs, scheds, imgs, tileProg, cfg.CompilerVersion)
+			res.Package, err = emit.Package(&res.Plan.Program, addrs, scheds, imgs, tileProg, cfg.CompilerVersion)
 			if err != nil {
 				return err
 			}
@@ -581,7 +582,7 @@ func finalistSummaries(fins []*finalist, chosen *finalist) []Finalist {
 // scheduled again: its horizon comes from the cache and its schedule is
 // nil (fill builds it, if the finalist is chosen). cache may be nil.
 func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler, quick bool, cache *phaseCache) ([]*exchange.Schedule, []int, []*recorder, error) {
-	phases, err := emit.Phases(pl, addrs)
+	phases, err := emit.Phases(&pl.Program, addrs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -695,7 +696,7 @@ func reschedule(f *finalist, idx []int, quick bool, h slog.Handler, check func(i
 	if len(idx) == 0 {
 		return nil
 	}
-	phases, err := emit.Phases(f.plan, f.addrs)
+	phases, err := emit.Phases(&f.plan.Program, f.addrs)
 	if err != nil {
 		return err
 	}

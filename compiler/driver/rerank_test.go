@@ -182,7 +182,7 @@ func TestFinalistBoundsHold(t *testing.T) {
 			}
 			best, bestRank := 0, 0
 			for i, pl := range plans {
-				addrs, err := emit.PlaceAll(pl)
+				addrs, err := emit.PlaceAll(&pl.Program)
 				if err != nil {
 					t.Fatal(err)
 				}

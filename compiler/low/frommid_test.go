@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
@@ -14,7 +15,7 @@ import (
 // tile and stays inside it: kernel operands (sizes from the kernels'
 // access contracts), exchange sources and destinations, host slices.
 func checkRefs(pl *Plan) error {
-	within := func(l int, r Ref, n int, what string) error {
+	within := func(l int, r tile.Ref, n int, what string) error {
 		for _, b := range pl.Programs[l].Buffers {
 			if b.Name == r.Buf {
 				if r.Off < 0 || r.Off+n > b.Bytes {
@@ -28,7 +29,7 @@ func checkRefs(pl *Plan) error {
 	for l := range pl.Programs {
 		for _, call := range pl.Programs[l].Calls {
 			for _, op := range call {
-				if op.Kind != OpKernel {
+				if op.Kind != tile.OpKernel {
 					continue
 				}
 				k, err := kernels.Lookup(op.Kernel)
@@ -63,7 +64,7 @@ func checkRefs(pl *Plan) error {
 			}
 		}
 	}
-	for _, bs := range [][]HostBinding{pl.Inputs, pl.Weights, pl.Outputs} {
+	for _, bs := range [][]tile.HostBinding{pl.Inputs, pl.Weights, pl.Outputs} {
 		for _, b := range bs {
 			next := 0
 			for _, s := range b.Slices {
@@ -168,7 +169,7 @@ func TestFromMidBlockLoop(t *testing.T) {
 			phases[key] = len(pl.Exchanges)
 			loop := false
 			for _, op := range pl.Programs[0].Calls[1] {
-				loop = loop || (op.Kind == OpLoop && op.Count == blocks)
+				loop = loop || (op.Kind == tile.OpLoop && op.Count == blocks)
 			}
 			if !loop {
 				t.Fatalf("%d blocks: tile 0's run call has no loop over the blocks", blocks)

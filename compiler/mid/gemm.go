@@ -420,7 +420,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 				n := rows.Len() * 32
 				if cyc := m.cycles(kCopy, n, 0, 0); cs.add(t, cyc) {
 					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
-						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}})
+						Reads: []Ref{{g.Left, -1, rows, Span{Lo: c, Hi: c + 16}}}})
 				}
 			}
 		}
@@ -629,7 +629,7 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, cs *compute, e *opEval) {
 			r := blk.Rows.Len()
 			if cyc := m.cycles(kBias, n/16, r, 0); cs.add(t, cyc) {
 				cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.AddBias{Rows: n / 16, R: r},
-					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}})
+					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{Lo: 0, Hi: 1}, blk.Cols}}, Writes: []Ref{next}})
 			}
 			e.weights[t] += cost.Align(blk.Cols.Len()*2, 32)
 			e.r1[t] += cost.Align(blk.Cols.Len()*2, 32)

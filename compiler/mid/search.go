@@ -924,7 +924,7 @@ func biasPieces(g *GemmPlan) []Piece {
 	for ri := range l.rows {
 		for ci, c := range l.cols {
 			if t := l.tile[ri*len(l.cols)+ci]; t >= 0 {
-				out = append(out, Piece{Rows: Span{0, 1}, Cols: c, Tile: t})
+				out = append(out, Piece{Rows: Span{Lo: 0, Hi: 1}, Cols: c, Tile: t})
 			}
 		}
 	}
