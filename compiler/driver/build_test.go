@@ -39,7 +39,7 @@ func mlpRecipe(tokens, dim, hidden, tiles int) Recipe {
 
 func compile(t *testing.T, r Recipe) *Result {
 	t.Helper()
-	res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test"})
+	res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test", Verify: true})
 	if err != nil {
 		t.Fatalf("compile %+v: %v", r, err)
 	}

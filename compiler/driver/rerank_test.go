@@ -176,7 +176,7 @@ func TestFinalistBoundsHold(t *testing.T) {
 		gemmRecipe(100, 200, 300, 64),
 	} {
 		t.Run(r.Workload+"-"+itoa(r.Tiles), func(t *testing.T) {
-			_, plans, err := candidatePlans(r, low.DefaultFinalists, nil)
+			_, plans, err := candidatePlans(r, low.DefaultFinalists, nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +218,7 @@ func TestFinalistBoundsHold(t *testing.T) {
 func BenchmarkConstructLow(b *testing.B) {
 	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: 1472}
 	for i := 0; i < b.N; i++ {
-		if _, _, err := candidatePlans(r, low.DefaultFinalists, nil); err != nil {
+		if _, _, err := candidatePlans(r, low.DefaultFinalists, nil, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -257,7 +257,7 @@ func FuzzRecordedPlan(f *testing.F) {
 		}
 		rec := mlpRecipeFull(20, 32, 48, 2, 4, false)
 		rec.Plan = ch
-		_, plans, err := candidatePlans(rec, 1, nil)
+		_, plans, err := candidatePlans(rec, 1, nil, true)
 		if err == nil && (len(plans) != 1 || !plans[0].Choice().Equal(*ch)) {
 			t.Fatalf("recorded %v, got %d plans", ch, len(plans))
 		}

@@ -15,7 +15,7 @@ import (
 func siglipFinalists(b *testing.B, tiles int) []*low.Plan {
 	b.Helper()
 	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: tiles}
-	_, plans, err := candidatePlans(r, low.DefaultFinalists, nil)
+	_, plans, err := candidatePlans(r, low.DefaultFinalists, nil, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/ipustack/ipustack/ipu21"
@@ -154,25 +153,25 @@ func (v *verifier) tiles() {
 		m := make(map[string]int, len(t.Buffers))
 		for i := range t.Buffers {
 			b := &t.Buffers[i]
-			what := fmt.Sprintf("tile %d buffer %d %q", l, i, b.Name)
+			what := func() string { return fmt.Sprintf("tile %d buffer %d %q", l, i, b.Name) }
 			switch _, dup := m[b.Name]; {
 			case b.Name == "" || strings.HasPrefix(b.Name, ReservedPrefix):
-				v.bad("%s: empty or reserved name", what)
+				v.bad("%s: empty or reserved name", what())
 			case dup:
-				v.bad("%s: a second buffer of that name", what)
+				v.bad("%s: a second buffer of that name", what())
 			}
 			m[b.Name] = b.Bytes
 			if b.Bytes <= 0 {
-				v.bad("%s: %d bytes", what, b.Bytes)
+				v.bad("%s: %d bytes", what(), b.Bytes)
 			}
 			if b.Align < 0 || b.Align&(b.Align-1) != 0 {
-				v.bad("%s: alignment %d is not a power of two", what, b.Align)
+				v.bad("%s: alignment %d is not a power of two", what(), b.Align)
 			}
 			if b.Region != kernels.AnyRegion && b.Region != kernels.Interleaved {
-				v.bad("%s: unknown region %d", what, b.Region)
+				v.bad("%s: unknown region %d", what(), b.Region)
 			}
 			if lv := b.Live; lv != ([2]int{}) && (lv[0] < 0 || lv[0] >= lv[1]) {
-				v.bad("%s: live span [%d,%d): want zero (always) or 0 <= start < end", what, lv[0], lv[1])
+				v.bad("%s: live span [%d,%d): want zero (always) or 0 <= start < end", what(), lv[0], lv[1])
 			}
 		}
 		for i := range t.Buffers {
@@ -191,12 +190,13 @@ func (v *verifier) tiles() {
 type loopLevel struct{ depth, count int }
 
 // ref checks that r names a buffer of tile and that n bytes at r, in every
-// iteration of the enclosing loops, lie inside it.
-func (v *verifier) ref(what string, tile int, r Ref, n int, loops []loopLevel) {
+// iteration of the enclosing loops, lie inside it; it returns the problem
+// ("" if none), which the caller reports with where it found it (built
+// only then: Verify visits every op of every tile).
+func (v *verifier) ref(tile int, r Ref, n int, loops []loopLevel) string {
 	size, ok := v.bufs[tile][r.Buf]
 	if !ok {
-		v.bad("%s: tile %d has no buffer %q", what, tile, r.Buf)
-		return
+		return fmt.Sprintf("tile %d has no buffer %q", tile, r.Buf)
 	}
 	hi := r.Off + n
 	for d, st := range r.Step {
@@ -205,14 +205,14 @@ func (v *verifier) ref(what string, tile int, r Ref, n int, loops []loopLevel) {
 		}
 		at := slices.IndexFunc(loops, func(lv loopLevel) bool { return lv.depth == d })
 		if st < 0 || st >= LoopLimit || at < 0 {
-			v.bad("%s: %q steps %d with loop level %d: want a step in [0, %d) of an enclosing loop", what, r.Buf, st, d, LoopLimit)
-			return
+			return fmt.Sprintf("%q steps %d with loop level %d: want a step in [0, %d) of an enclosing loop", r.Buf, st, d, LoopLimit)
 		}
 		hi += (loops[at].count - 1) * st
 	}
 	if r.Off < 0 || n < 0 || hi > size {
-		v.bad("%s: %q bytes [%d,%d) (every iteration) outside its %d", what, r.Buf, r.Off, hi, size)
+		return fmt.Sprintf("%q bytes [%d,%d) (every iteration) outside its %d", r.Buf, r.Off, hi, size)
 	}
+	return ""
 }
 
 func (v *verifier) phases() {
@@ -228,27 +228,28 @@ func (v *verifier) phases() {
 		}
 		for j := range ph.Transfers {
 			x := &ph.Transfers[j]
-			what := fmt.Sprintf("phase %d %q transfer %d", i, ph.Name, j)
+			what := func() string { return fmt.Sprintf("phase %d %q transfer %d", i, ph.Name, j) }
 			if x.Words < 1 || x.Words > MaxTransferWords || len(x.Dsts) == 0 {
-				v.bad("%s: %d words to %d tiles: want 1..%d words to one or more", what, x.Words, len(x.Dsts), MaxTransferWords)
+				v.bad("%s: %d words to %d tiles: want 1..%d words to one or more", what(), x.Words, len(x.Dsts), MaxTransferWords)
 			}
 			if !active(x.Src) {
-				v.bad("%s: source %d is not an active tile", what, x.Src)
-			} else {
-				v.xref(what+" source", x.Src, x.SrcRef, x.Words)
+				v.bad("%s: source %d is not an active tile", what(), x.Src)
+			} else if m := v.xref(x.Src, x.SrcRef, x.Words); m != "" {
+				v.bad("%s source: %s", what(), m)
 			}
 			for k, d := range x.Dsts {
-				dw := fmt.Sprintf("%s destination %d", what, k)
 				switch {
 				case !active(d.Tile):
-					v.bad("%s: tile %d is not an active tile", dw, d.Tile)
+					v.bad("%s destination %d: tile %d is not an active tile", what(), k, d.Tile)
 					continue
 				case d.Tile == x.Src:
-					v.bad("%s: tile %d is the source", dw, d.Tile)
-				case slices.ContainsFunc(x.Dsts[:k], func(e XDest) bool { return e.Tile == d.Tile }):
-					v.bad("%s: tile %d is a destination twice", dw, d.Tile)
+					v.bad("%s destination %d: tile %d is the source", what(), k, d.Tile)
+				case k > 0 && slices.ContainsFunc(x.Dsts[:k], func(e XDest) bool { return e.Tile == d.Tile }):
+					v.bad("%s destination %d: tile %d is a destination twice", what(), k, d.Tile)
 				}
-				v.xref(dw, d.Tile, d.Ref, x.Words)
+				if m := v.xref(d.Tile, d.Ref, x.Words); m != "" {
+					v.bad("%s destination %d: %s", what(), k, m)
+				}
 			}
 		}
 	}
@@ -256,12 +257,11 @@ func (v *verifier) phases() {
 
 // xref checks a transfer's ref: word-aligned, not stepping, inside its
 // buffer.
-func (v *verifier) xref(what string, tile int, r Ref, words int) {
+func (v *verifier) xref(tile int, r Ref, words int) string {
 	if r.Off%4 != 0 || r.Step != ([MaxLoopDepth]int{}) {
-		v.bad("%s: %q offset %d steps %v: want a word-aligned offset that does not step", what, r.Buf, r.Off, r.Step)
-		return
+		return fmt.Sprintf("%q offset %d steps %v: want a word-aligned offset that does not step", r.Buf, r.Off, r.Step)
 	}
-	v.ref(what, tile, r, 4*max(words, 0), nil)
+	return v.ref(tile, r, 4*max(words, 0), nil)
 }
 
 func (v *verifier) ops() {
@@ -270,7 +270,7 @@ func (v *verifier) ops() {
 		for c, ops := range t.Calls {
 			name := [2]string{CallInitialize, CallRun}[c]
 			samples := 0 // the samples of the call so far
-			v.opList(l, name, "", ops, nil, &samples)
+			v.opList(l, name, nil, ops, nil, &samples)
 			if c == 1 && samples != 2 {
 				v.bad("tile %d %s: %d cycle samples: want start (0) and end (1)", l, name, samples)
 			}
@@ -278,54 +278,67 @@ func (v *verifier) ops() {
 	}
 }
 
-func (v *verifier) opList(l int, call, path string, ops []Op, loops []loopLevel, samples *int) {
+func (v *verifier) opList(l int, call string, path []int, ops []Op, loops []loopLevel, samples *int) {
 	depth := -1
 	if len(loops) > 0 {
 		depth = loops[len(loops)-1].depth
 	}
 	for i := range ops {
 		op := &ops[i]
-		at := path + strconv.Itoa(i)
-		what := fmt.Sprintf("tile %d %s op %s", l, call, at)
+		// what names the op: "tile 3 run op 7" (in a loop body "op 7.2").
+		what := func() string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "tile %d %s op ", l, call)
+			for _, k := range path {
+				fmt.Fprintf(&b, "%d.", k)
+			}
+			fmt.Fprintf(&b, "%d", i)
+			if op.Kind == OpKernel {
+				fmt.Fprintf(&b, " (%s)", op.Kernel)
+			}
+			return b.String()
+		}
 		if op.Kind != OpLoop && len(op.Body) > 0 {
-			v.bad("%s: a body on a kind %d op", what, op.Kind)
+			v.bad("%s: a body on a kind %d op", what(), op.Kind)
 		}
 		top := len(loops) == 0
 		switch op.Kind {
 		case OpHostSync:
 			if !top {
-				v.bad("%s: host sync inside a loop", what)
+				v.bad("%s: host sync inside a loop", what())
 			}
 		case OpHostCopy:
 			if !top {
-				v.bad("%s: host copy inside a loop", what)
+				v.bad("%s: host copy inside a loop", what())
 			}
 			if op.Bytes < 1 || op.Bytes > SlotSize {
-				v.bad("%s: host copy of %d bytes: want 1..%d (the slot)", what, op.Bytes, SlotSize)
+				v.bad("%s: host copy of %d bytes: want 1..%d (the slot)", what(), op.Bytes, SlotSize)
 			} else if rk := v.resolve(kernels.Copy{N: op.Bytes}, "", nil); rk.err != nil {
-				v.bad("%s: host copy of %d bytes: %v", what, op.Bytes, rk.err)
+				v.bad("%s: host copy of %d bytes: %v", what(), op.Bytes, rk.err)
 			}
-			v.ref(what+" host copy", l, op.Dst, op.Bytes, loops)
+			if m := v.ref(l, op.Dst, op.Bytes, loops); m != "" {
+				v.bad("%s: host copy: %s", what(), m)
+			}
 		case OpKernel:
-			v.kernel(what+" ("+op.Kernel+")", l, op, loops)
+			v.kernel(what, l, op, loops)
 		case OpExchange:
 			if op.Phase < 0 || op.Phase >= len(v.p.Exchanges) {
-				v.bad("%s: exchange phase %d of %d", what, op.Phase, len(v.p.Exchanges))
+				v.bad("%s: exchange phase %d of %d", what(), op.Phase, len(v.p.Exchanges))
 			}
 		case OpSample:
 			if !top || call != CallRun || op.Sample != *samples || *samples > 1 {
-				v.bad("%s: cycle sample %d: want sample 0 then 1, at the top level of %s", what, op.Sample, CallRun)
+				v.bad("%s: cycle sample %d: want sample 0 then 1, at the top level of %s", what(), op.Sample, CallRun)
 			}
 			*samples++
 		case OpLoop:
 			if op.Count < 1 || op.Count >= LoopLimit || op.Depth <= depth || op.Depth >= MaxLoopDepth {
 				v.bad("%s: loop of %d iterations at level %d inside level %d: want 1..%d iterations, a level in (%d, %d)",
-					what, op.Count, op.Depth, depth, LoopLimit-1, depth, MaxLoopDepth)
+					what(), op.Count, op.Depth, depth, LoopLimit-1, depth, MaxLoopDepth)
 				continue
 			}
-			v.opList(l, call, at+".", op.Body, append(slices.Clip(loops), loopLevel{op.Depth, op.Count}), samples)
+			v.opList(l, call, append(slices.Clip(path), i), op.Body, append(slices.Clip(loops), loopLevel{op.Depth, op.Count}), samples)
 		default:
-			v.bad("%s: unknown kind %d", what, op.Kind)
+			v.bad("%s: unknown kind %d", what(), op.Kind)
 		}
 	}
 }
@@ -359,16 +372,16 @@ func (v *verifier) resolve(s kernels.Spec, name string, params kernels.Params) r
 	return rk
 }
 
-func (v *verifier) kernel(what string, l int, op *Op, loops []loopLevel) {
+func (v *verifier) kernel(what func() string, l int, op *Op, loops []loopLevel) {
 	s, _ := op.Spec()
 	rk := v.resolve(s, op.Kernel, op.Params)
 	if rk.err != nil {
-		v.bad("%s: %v", what, rk.err)
+		v.bad("%s: %v", what(), rk.err)
 		return
 	}
 	k := rk.k
 	if len(op.Args) != len(k.Args) {
-		v.bad("%s: %d arguments, the kernel takes %d", what, len(op.Args), len(k.Args))
+		v.bad("%s: %d arguments, the kernel takes %d", what(), len(op.Args), len(k.Args))
 		return
 	}
 	for _, ka := range k.Args {
@@ -379,7 +392,7 @@ func (v *verifier) kernel(what string, l int, op *Op, loops []loopLevel) {
 			}
 		}
 		if n != 1 {
-			v.bad("%s: %d arguments in %s (%s): want one", what, n, ka.Reg, ka.Name)
+			v.bad("%s: %d arguments in %s (%s): want one", what(), n, ka.Reg, ka.Name)
 			return
 		}
 	}
@@ -395,7 +408,9 @@ func (v *verifier) kernel(what string, l int, op *Op, loops []loopLevel) {
 				}
 			}
 		}
-		v.ref(what+" "+a.Reg, l, a.Ref, bytes, loops)
+		if m := v.ref(l, a.Ref, bytes, loops); m != "" {
+			v.bad("%s %s: %s", what(), a.Reg, m)
+		}
 	}
 }
 
@@ -445,14 +460,16 @@ func (v *verifier) bindings() {
 			ext := make([]extent, 0, len(hb.Slices))
 			for j := range hb.Slices {
 				sl := &hb.Slices[j]
-				sw := fmt.Sprintf("%s slice %d", what, j)
+				sw := func() string { return fmt.Sprintf("%s slice %d", what, j) }
 				if sl.Tile < 0 || sl.Tile >= p.Tiles || !p.Programs[sl.Tile].Active() {
-					v.bad("%s: tile %d is not an active tile", sw, sl.Tile)
+					v.bad("%s: tile %d is not an active tile", sw(), sl.Tile)
 					continue
 				}
-				v.ref(sw, sl.Tile, sl.Ref, sl.Length, nil)
+				if m := v.ref(sl.Tile, sl.Ref, sl.Length, nil); m != "" {
+					v.bad("%s: %s", sw(), m)
+				}
 				if sl.Length < 1 || sl.Offset < 0 || sl.Offset+sl.Length > hb.Bytes {
-					v.bad("%s: bytes [%d,+%d) outside the binding's %d", sw, sl.Offset, sl.Length, hb.Bytes)
+					v.bad("%s: bytes [%d,+%d) outside the binding's %d", sw(), sl.Offset, sl.Length, hb.Bytes)
 				} else {
 					ext = append(ext, extent{sl.Offset, sl.Offset + sl.Length, j})
 				}
@@ -474,15 +491,15 @@ func (v *verifier) bindings() {
 }
 
 // block checks a slice's rectangle and order against its binding.
-func (v *verifier) block(what string, hb *HostBinding, sl *HostSlice) {
+func (v *verifier) block(where func() string, hb *HostBinding, sl *HostSlice) {
 	b := sl.Block
 	if b == nil {
-		v.bad("%s: no rectangle (Block)", what)
+		v.bad("%s: no rectangle (Block)", where())
 		return
 	}
 	amp := b.Order == ipuexe.AMPLeft || b.Order == ipuexe.AMPRight || b.Order == ipuexe.AMPOut
 	if b.Order != ipuexe.RowMajor && !amp {
-		v.bad("%s: unknown element order %d", what, b.Order)
+		v.bad("%s: unknown element order %d", where(), b.Order)
 		return
 	}
 	rows := max(hb.Rows, hb.PadRows)
@@ -492,14 +509,14 @@ func (v *verifier) block(what string, hb *HostBinding, sl *HostSlice) {
 	cols := (hb.Cols + 15) / 16 * 16
 	r, c := b.Rows, b.Cols
 	if r.Lo < 0 || r.Lo >= r.Hi || r.Hi > rows || c.Lo < 0 || c.Lo >= c.Hi || c.Hi > cols {
-		v.bad("%s: rows %v x cols %v: want a non-empty rectangle of the padded %d x %d matrix", what, r, c, rows, cols)
+		v.bad("%s: rows %v x cols %v: want a non-empty rectangle of the padded %d x %d matrix", where(), r, c, rows, cols)
 		return
 	}
 	if amp && (c.Lo%16 != 0 || c.Hi%16 != 0) || b.Order == ipuexe.AMPRight && (r.Lo%16 != 0 || r.Hi%16 != 0) {
-		v.bad("%s: rows %v x cols %v in %s order: want whole 16-column (and for amp-right 16-row) groups", what, r, c, b.Order)
+		v.bad("%s: rows %v x cols %v in %s order: want whole 16-column (and for amp-right 16-row) groups", where(), r, c, b.Order)
 	}
 	if n := 2 * r.Len() * c.Len(); n != sl.Length {
-		v.bad("%s: rows %v x cols %v are %d bytes (f16), the slice %d", what, r, c, n, sl.Length)
+		v.bad("%s: rows %v x cols %v are %d bytes (f16), the slice %d", where(), r, c, n, sl.Length)
 	}
 }
 
@@ -527,26 +544,25 @@ func (v *verifier) hostCalls() {
 		for k, ph := range hc.Phases {
 			slot := map[int]int{} // tile -> its transfer in the phase
 			for i, tr := range ph {
-				what := fmt.Sprintf("host call %s phase %d transfer %d", hc.Name, k, i)
+				what := func() string { return fmt.Sprintf("host call %s phase %d transfer %d", hc.Name, k, i) }
 				want := tr.Kind == ipuexe.KindWeight
 				if c == 1 {
 					want = tr.Kind == ipuexe.KindInput || tr.Kind == ipuexe.KindOutput
 				}
 				sl := p.slice(&tr)
 				if !want || sl == nil {
-					v.bad("%s: kind %d binding %d slice %d: not a slice of a binding of this call", what, tr.Kind, tr.Binding, tr.Slice)
+					v.bad("%s: kind %d binding %d slice %d: not a slice of a binding of this call", what(), tr.Kind, tr.Binding, tr.Slice)
 					continue
 				}
-				bs := p.bindingList(tr.Kind)
-				what += fmt.Sprintf(" (%s slice %d)", bs[tr.Binding].Name, tr.Slice)
+				name := p.bindingList(tr.Kind)[tr.Binding].Name
 				if tr.Tile != sl.Tile {
-					v.bad("%s: through tile %d's slot, the slice is on tile %d", what, tr.Tile, sl.Tile)
+					v.bad("%s (%s slice %d): through tile %d's slot, the slice is on tile %d", what(), name, tr.Slice, tr.Tile, sl.Tile)
 				}
 				if tr.Length < 1 || tr.Length > SlotSize || tr.SliceOffset < 0 || tr.SliceOffset+tr.Length > sl.Length {
-					v.bad("%s: bytes [%d,+%d) of the slice's %d: want a piece of 1..%d bytes (the slot) inside it", what, tr.SliceOffset, tr.Length, sl.Length, SlotSize)
+					v.bad("%s (%s slice %d): bytes [%d,+%d) of the slice's %d: want a piece of 1..%d bytes (the slot) inside it", what(), name, tr.Slice, tr.SliceOffset, tr.Length, sl.Length, SlotSize)
 				}
 				if o, dup := slot[tr.Tile]; dup {
-					v.bad("%s: tile %d's slot already holds transfer %d", what, tr.Tile, o)
+					v.bad("%s (%s slice %d): tile %d's slot already holds transfer %d", what(), name, tr.Slice, tr.Tile, o)
 				}
 				slot[tr.Tile] = i
 				ps := &pieces[tr.Kind][tr.Binding][tr.Slice]
