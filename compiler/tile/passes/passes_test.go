@@ -627,3 +627,79 @@ func TestOptimizeIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// ---------------------------------------------------------------------------
+// The pass table
+
+func TestTable(t *testing.T) {
+	if err := checkTable(Table); err != nil {
+		t.Fatalf("the pass table: %v", err)
+	}
+	var names []string
+	for _, p := range Table {
+		names = append(names, p.Name)
+	}
+	if want := []string{"group_exchanges", "merge_copies", "eliminate", "merge_copies"}; !slices.Equal(names, want) {
+		t.Errorf("table %v, want %v (Optimize's documented order)", names, want)
+	}
+	run := func(*tile.Program) Report { return Report{} }
+	for _, c := range []struct {
+		name  string
+		table []Pass
+		want  string
+	}{
+		{"no name", []Pass{{Run: run}}, "no name or no function"},
+		{"no function", []Pass{{Name: "a"}}, "no name or no function"},
+		{"after an unknown pass", []Pass{{Name: "a", Run: run, After: []string{"x"}}}, `after "x", which is not in the table`},
+		{"before an unknown pass", []Pass{{Name: "a", Run: run, Before: []string{"x"}}}, `before "x", which is not in the table`},
+		{"after a later pass", []Pass{{Name: "a", Run: run, After: []string{"b"}}, {Name: "b", Run: run}}, "entry 0 (a) must run after b"},
+		{"before an earlier pass", []Pass{{Name: "b", Run: run}, {Name: "a", Run: run, Before: []string{"b"}}}, "entry 1 (a) must run before b"},
+		{"unsatisfiable", []Pass{{Name: "a", Run: run, After: []string{"b"}}, {Name: "b", Run: run, After: []string{"a"}}}, "must run after"},
+		{"rerun without a condition", []Pass{{Name: "a", Run: run}, {Name: "a", Run: run}}, "runs the pass again without a condition"},
+		{"condition on a first run", []Pass{{Name: "b", Run: run}, {Name: "a", Run: run, If: "b"}}, "is the pass's first run"},
+		{"condition on a later pass", []Pass{{Name: "a", Run: run}, {Name: "a", Run: run, If: "b"}, {Name: "b", Run: run}}, `condition "b" is not an earlier pass`},
+		{"condition on itself", []Pass{{Name: "a", Run: run}, {Name: "a", Run: run, If: "a"}}, `condition "a" is not an earlier pass`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkTable(c.table)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// A rerun runs only when its condition changed something, and adds its
+// changes to the pass's first report.
+func TestTableRerun(t *testing.T) {
+	changes := map[string]int{"a": 1, "b": 0, "c": 2}
+	calls := map[string]int{}
+	pass := func(name string) func(*tile.Program) Report {
+		return func(*tile.Program) Report {
+			calls[name]++
+			return Report{Pass: name, Changes: changes[name], Detail: []any{"n", calls[name]}}
+		}
+	}
+	table := []Pass{
+		{Name: "a", Run: pass("a")}, {Name: "b", Run: pass("b")}, {Name: "c", Run: pass("c")},
+		{Name: "a", Run: pass("a"), If: "b"}, // b changed nothing: skipped
+		{Name: "a", Run: pass("a"), If: "c"},
+	}
+	if err := checkTable(table); err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	reps, err := run(table, nil, func(p *Pass) error { after = append(after, p.Name); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 3 || reps[0].Pass != "a" || reps[0].Changes != 2 || calls["a"] != 2 || len(reps[0].Detail) != 3 {
+		t.Fatalf("reports %+v, calls %v", reps, calls)
+	}
+	if g, ok := reps[0].Detail[2].(slog.Attr); !ok || g.Key != "after_c" {
+		t.Errorf("rerun detail %v", reps[0].Detail[2])
+	}
+	if !slices.Equal(after, []string{"a", "b", "c", "a"}) {
+		t.Errorf("checked after %v", after)
+	}
+}
