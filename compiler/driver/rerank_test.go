@@ -23,6 +23,7 @@ func compileLogged(t *testing.T, cfg Config) (*Result, []map[string]any) {
 	var buf bytes.Buffer
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 	cfg.CompilerVersion = "test"
+	cfg.Verify = true
 	res, err := Compile(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("compile %+v: %v", cfg.Recipe, err)

@@ -62,7 +62,7 @@ type Options struct {
 	// nil accepts every grid.
 	Fits func([]tile.Buffer) error
 	// MaxPhases is how many exchange phases the runtime's row table holds
-	// (compiler/place.MaxRowPhases); 0 sets no limit. A mid plan with more
+	// (compiler/tile.MaxRowPhases); 0 sets no limit. A mid plan with more
 	// is refused (so that the rerank drops it).
 	MaxPhases int
 	// GeluPrecise selects gelu_f16 precise=1 (f32 steps, 23 bundles per 4
