@@ -1,6 +1,8 @@
 package low
 
 import (
+	"errors"
+
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/compiler/tile/passes"
@@ -47,6 +49,9 @@ func Optimize(pl *Plan) []passes.Report {
 // (tile.Program.Verify) before the first pass and after every one
 // (passes.OptimizeVerified): the tests' and the driver's check mode.
 func OptimizeVerified(pl *Plan) ([]passes.Report, error) {
+	if pl == nil {
+		return nil, errors.New("low: nil plan")
+	}
 	reps, err := passes.OptimizeVerified(&pl.Program)
 	if err != nil {
 		return nil, err

@@ -59,8 +59,9 @@ const maxSyncEvents = 1 << 20
 //     do not step, from an active tile to one or more distinct other
 //     active tiles.
 //   - Every tile runs the same host syncs and exchange phases in the same
-//     order in each call (loops expanded): sync 7 and sync 3 are global.
-//     Each call has one host sync per host phase of its HostCall.
+//     order in each call (loops expanded; not compared when a tile's
+//     would exceed 2^20 events): sync 7 and sync 3 are global. Each call
+//     has one host sync per host phase of its HostCall.
 //   - Host bindings: Inputs, Weights and Outputs of their Kind, names
 //     non-empty and unique, Rows and Cols >= 1, PadRows 0 or >= Rows;
 //     every slice on an active tile, of Length > 0 inside the binding's
