@@ -50,7 +50,8 @@ func forbidden(m map[string][]string, bad func(string) bool) []string {
 // The design's one dependency rule, both ways: the compiler knows no
 // device (nothing under compiler/ depends on device/... or runtime), and
 // running a package asks nothing of the compiler (launch does not depend
-// on compiler/...).
+// on compiler/...). Within the compiler, the per-tile IR and what reads it
+// (place, emit, the passes) do not depend on the planner.
 func TestImportRules(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
@@ -63,6 +64,15 @@ func TestImportRules(t *testing.T) {
 		return strings.HasPrefix(p, module+"device/") || p == module+"device" || p == module+"runtime" || strings.HasPrefix(p, module+"runtime/") || p == module+"launch"
 	}); len(bad) > 0 {
 		t.Errorf("compiler/... must not depend on device/, runtime or launch:\n%s", strings.Join(bad, "\n"))
+	}
+	// The per-tile IR (compiler/tile), its passes, placement and emission
+	// know nothing of the planner or the lowering that builds the IR.
+	for _, pkg := range []string{"compiler/tile", "compiler/tile/passes", "compiler/place", "compiler/emit"} {
+		if bad := forbidden(deps(t, module+pkg), func(p string) bool {
+			return p == module+"compiler/low" || p == module+"compiler/mid" || p == module+"compiler/cost" || p == module+"compiler/driver"
+		}); len(bad) > 0 {
+			t.Errorf("%s must not depend on compiler/low, mid, cost or driver:\n%s", pkg, strings.Join(bad, "\n"))
+		}
 	}
 	run := deps(t, module+"launch")
 	if bad := forbidden(run, func(p string) bool { return strings.HasPrefix(p, module+"compiler/") }); len(bad) > 0 {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/compiler/low"
-	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/kernels/assemble"
@@ -39,7 +39,7 @@ func mlpRecipe(tokens, dim, hidden, tiles int) Recipe {
 
 func compile(t *testing.T, r Recipe) *Result {
 	t.Helper()
-	res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test"})
+	res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test", Verify: true})
 	if err != nil {
 		t.Fatalf("compile %+v: %v", r, err)
 	}
@@ -284,9 +284,9 @@ func TestMidRowChunks(t *testing.T) {
 	}
 }
 
-func hasLoop(ops []low.Op) bool {
+func hasLoop(ops []tile.Op) bool {
 	for _, op := range ops {
-		if op.Kind == low.OpLoop {
+		if op.Kind == tile.OpLoop {
 			return true
 		}
 	}
@@ -421,11 +421,11 @@ func TestMidCodeEstimate(t *testing.T) {
 	for _, r := range []Recipe{mlpRecipe(77, 72, 200, 64), mlpRecipeFull(64, 128, 512, 3, 64, true)} {
 		res := compile(t, r)
 		maxCode, maxEst := 0, 0
-		for l, tile := range res.Package.Tiles {
+		for l, pt := range res.Package.Tiles {
 			code := 0
-			for _, s := range tile.Segments {
-				if s.Address >= place.CodeBase && s.Address < place.CodeLimit {
-					code = max(code, int(s.Address+s.MemSize-place.CodeBase))
+			for _, s := range pt.Segments {
+				if s.Address >= tile.CodeBase && s.Address < tile.CodeLimit {
+					code = max(code, int(s.Address+s.MemSize-tile.CodeBase))
 				}
 			}
 			est := res.Plan.EstimatedCodeBytes(l)

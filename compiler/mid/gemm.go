@@ -416,7 +416,7 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 				spec := kernels.Copy{N: rows.Len() * 32}
 				if cyc := m.copyCycles(spec); cs.add(t, cyc) {
 					cs.calls = append(cs.calls, Call{Tile: t, Spec: spec, Cycles: cyc,
-						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}})
+						Reads: []Ref{{g.Left, -1, rows, Span{Lo: c, Hi: c + 16}}}})
 				}
 			}
 		}
@@ -631,7 +631,7 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, cs *compute, e *opEval) {
 			spec := kernels.AddBias{Rows: n / 16, R: r}
 			if cyc := m.biasCycles(spec); cs.add(t, cyc) {
 				cs.calls = append(cs.calls, Call{Tile: t, Spec: spec,
-					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}})
+					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{Lo: 0, Hi: 1}, blk.Cols}}, Writes: []Ref{next}})
 			}
 			e.weights[t] += cost.Align(blk.Cols.Len()*2, 32)
 			e.r1[t] += cost.Align(blk.Cols.Len()*2, 32)

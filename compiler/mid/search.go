@@ -20,7 +20,7 @@ type Options struct {
 	Finalists   int // complete plans returned (default 8)
 	CodeReserve int // bytes of region 0 kept for code (default 32 KiB)
 	// MaxPhases bounds a plan's exchange phases (0: no bound): the tile
-	// runtime's table of exchange rows (compiler/place.MaxRowPhases) less
+	// runtime's table of exchange rows (compiler/tile.MaxRowPhases) less
 	// the initialize call's weights phase. An unrolled chain of many
 	// blocks exceeds it; its runtime loop does not.
 	MaxPhases int
@@ -930,7 +930,7 @@ func biasPieces(g *GemmPlan) []Piece {
 	for ri := range l.rows {
 		for ci, c := range l.cols {
 			if t := l.tile[ri*len(l.cols)+ci]; t >= 0 {
-				out = append(out, Piece{Rows: Span{0, 1}, Cols: c, Tile: t})
+				out = append(out, Piece{Rows: Span{Lo: 0, Hi: 1}, Cols: c, Tile: t})
 			}
 		}
 	}
