@@ -277,6 +277,19 @@ func b2i(b bool) int {
 // (as a lowered op or a plan file carries it). Every registered kernel has
 // a spec; ok is false for an unknown kernel, or parameters a spec does not
 // express (a parameter the kernel does not have, a flag other than 0 or
+// Check reports whether the kernel accepts the spec's parameters (its
+// registry record's Param checks), naming the parameter that it refuses:
+// what the lowering asks of every call before it builds one and a pass
+// asks of a call it rewrites.
+func Check(s Spec) error {
+	k, err := Lookup(s.Name())
+	if err != nil {
+		return err
+	}
+	_, err = k.Resolve(s.Params())
+	return err
+}
+
 // 1); a missing parameter reads as 0, not as its registry default.
 func SpecOf(name string, p Params) (s Spec, ok bool) {
 	has := func(names ...string) bool {

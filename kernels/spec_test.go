@@ -3,6 +3,7 @@ package kernels
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -119,6 +120,31 @@ func TestAccessOf(t *testing.T) {
 		acc, err := AccessOf(s)
 		if err != nil || len(acc) != len(k.Operands) {
 			t.Errorf("AccessOf(%#v): %d operands, %v; the record has %d", s, len(acc), err, len(k.Operands))
+		}
+	}
+}
+
+// Check accepts a spec the registry accepts and names the parameter of
+// one it refuses.
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string // "" for accepted
+	}{
+		{Copy{N: 64}, ""},
+		{Gemm{K: 240, C: 48, R: 232}, ""},
+		{Copy{N: 0}, "n"},
+		{Gemm{K: 240, C: 48, R: 0}, "r"},
+		{Softmax{Rows: 8, Keys: 64, DK: 72}, ""},
+		{Softmax{Rows: 8, Keys: 64}, "dk"},
+		{Softmax{Rows: 300, Keys: 64, DK: 72}, "rows"},
+	} {
+		err := Check(c.spec)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%T %+v: %v", c.spec, c.spec, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%T %+v: error %v, want one naming %q", c.spec, c.spec, err, c.want)
 		}
 	}
 }

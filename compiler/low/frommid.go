@@ -716,18 +716,17 @@ func (pl *Plan) checkMid(opts Options) error {
 			if op.Kind != tile.OpKernel || err != nil {
 				return
 			}
-			if s, ok := op.Spec(); ok {
-				if seen[s] {
-					return
-				}
-				seen[s] = true
+			s, ok := op.Spec()
+			if !ok {
+				err = fmt.Errorf("BUG: tile %d: %s %s is not a kernel spec's call (the lowering builds every call from a spec)", l, op.Kernel, op.Params)
+				return
 			}
-			k, lerr := kernels.Lookup(op.Kernel)
-			if lerr == nil {
-				_, lerr = k.Resolve(op.Params)
+			if seen[s] {
+				return
 			}
-			if lerr != nil {
-				err = fmt.Errorf("tile %d: %s %s: %w", l, op.Kernel, op.Params, lerr)
+			seen[s] = true
+			if cerr := kernels.Check(s); cerr != nil {
+				err = fmt.Errorf("tile %d: %s %s: %w", l, op.Kernel, op.Params, cerr)
 			}
 		})
 		if err != nil {

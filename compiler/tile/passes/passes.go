@@ -493,21 +493,24 @@ func isCopyCall(op *tile.Op) bool { return op.Kind == tile.OpKernel && op.Kernel
 // copyRefs returns the out ($m2) and in ($m3) refs and the resolved size
 // of a copy_f16 call.
 func copyRefs(op *tile.Op) (out, in tile.Ref, n int, ok bool) {
-	if op.Kind != tile.OpKernel || op.Kernel != kernels.CopyF16 || len(op.Args) != 2 {
+	s, ok := op.Spec()
+	c, isCopy := s.(kernels.Copy)
+	if !ok || !isCopy || len(op.Args) != 2 {
 		return out, in, 0, false
 	}
-	k, err := kernels.Lookup(op.Kernel)
-	if err != nil {
-		return out, in, 0, false
-	}
-	p, err := k.Resolve(op.Params)
+	acc, err := kernels.AccessOf(c)
 	if err != nil {
 		return out, in, 0, false
 	}
 	var hasOut, hasIn bool
-	out, hasOut = opArg(op, "$m2")
-	in, hasIn = opArg(op, "$m3")
-	return out, in, p["n"], hasOut && hasIn
+	for _, a := range acc {
+		if a.Written {
+			out, hasOut = opArg(op, a.Reg)
+		} else {
+			in, hasIn = opArg(op, a.Reg)
+		}
+	}
+	return out, in, c.N, hasOut && hasIn
 }
 
 // mergeCopy returns a followed by b as one copy_f16 call, when both are
@@ -532,14 +535,11 @@ func mergeCopy(a, b *tile.Op) (tile.Op, bool) {
 			return tile.Op{}, false
 		}
 	}
-	k, err := kernels.Lookup(kernels.CopyF16)
-	if err != nil {
+	merged := kernels.Copy{N: n}
+	if kernels.Check(merged) != nil {
 		return tile.Op{}, false
 	}
-	m := tile.KernelOp(kernels.Copy{N: n}, *a)
-	if _, err := k.Resolve(m.Params); err != nil {
-		return tile.Op{}, false
-	}
+	m := tile.KernelOp(merged, *a)
 	m.Args = slices.Clone(a.Args)
 	return m, true
 }
