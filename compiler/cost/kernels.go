@@ -425,7 +425,7 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 	case "add_f16":
 		return AddF16(p["n"]), nil
 	case "layer_norm_f16":
-		return LayerNormF16(p["rows"], p["width"], p["residual"]), nil
+		return LayerNormF16(p["rows"], p["width"], p["residual"], p["panels"]), nil
 	case "softmax_f16":
 		return SoftmaxF16(p["rows"], p["keys"], p["valid"], p["stats"], p["panels"]), nil
 	case "attention_merge_f16":
@@ -488,8 +488,11 @@ func AddF16(n int) int64 {
 }
 
 // LayerNormF16 is the cycle count of layer_norm_f16 (rows rows of width
-// values; residual 0 or 1).
-func LayerNormF16(rows, width, residual int) int64 {
+// values; residual 0 or 1; panels 0 (row-major) or 1 (AMP panels)).
+func LayerNormF16(rows, width, residual, panels int) int64 {
+	if panels != 0 {
+		return layerNormF16Panels(rows, width, residual)
+	}
 	// src/layer_norm.S: the supervisor stores 7 operands (setzi, 7 st32,
 	// setzi) and runs three worker runs, each followed by sync 2 (and a
 	// setzi before the next runall). Per worker with c words of each row:
@@ -524,6 +527,31 @@ func LayerNormF16(rows, width, residual int) int64 {
 	m.runall(&c)
 	m.sync2()
 	return int64(m.issue(1)) // br $m10
+}
+
+// layerNormF16Panels is LayerNormF16 with panels=1 (src/layer_norm.S).
+func layerNormF16Panels(rows, width, residual int) int64 {
+	// Runs A and B: the same split, the slice setup 4 instructions shorter
+	// and the walk (LN_WALK) 17 longer, so A has 28 prologue instructions
+	// (30 with the residual pointers) and B 32, both even; per row the
+	// walk's three rpts and the jump bundle replace the one rpt (3 more).
+	// Run C splits whole panels (4 words each): 18 prologue instructions
+	// (17 and the aligning nop); per row the 24 statistics bundles, the
+	// rpt, 44 bundles per panel and 2 closing (the next row's offset in
+	// the statistics bundles' free main slots).
+	perA, proA := 3, 28
+	if residual != 0 {
+		perA, proA = 5, 30
+	}
+	var a, b, c [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(width / 4) {
+		a[w] = proA + 4 + rows*(4+perA*q+7) + 1
+		b[w] = 32 + 4 + rows*(20+7*q) + 1
+	}
+	for w, q := range rowsPerWorker(width / 16) {
+		c[w] = 18 + rows*(27+44*q) + 1
+	}
+	return threeRuns(7, &a, &b, &c)
 }
 
 // threeRuns is the supervisor of layer_norm_f16 and softmax_f16: args

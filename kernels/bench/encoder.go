@@ -270,7 +270,7 @@ func init() {
 		for _, w := range []struct {
 			r layRegion
 			v []float16.Float16
-		}{{rx, x}, {rsc, scale}, {rbi, bias}} {
+		}{{rx, encLayout(p, x, rows, width)}, {rsc, scale}, {rbi, bias}} {
 			if _, err := layWriteGuarded(t, rng, w.r, ewF16Bytes(w.v)); err != nil {
 				return nil, err
 			}
@@ -291,7 +291,7 @@ func init() {
 			rr := ar.alloc(2 * n)
 			rsum = ar.alloc(2 * n)
 			r := encNormal(rng, n, 0, 1)
-			if _, err := layWriteGuarded(t, rng, rr, ewF16Bytes(r)); err != nil {
+			if _, err := layWriteGuarded(t, rng, rr, ewF16Bytes(encLayout(p, r, rows, width))); err != nil {
 				return nil, err
 			}
 			if beforeSum, err = layWriteGuarded(t, rng, rsum, layRandomBytes(rng, 2*n)); err != nil {
@@ -331,19 +331,19 @@ func init() {
 		return &Case{
 			Args: args,
 			// Bit-exact against LayerNormF16Model (out, stats and, fused,
-			// sum); out within the derived bound of layerNormBounds of the
+			// sum; with panels=1 in panel order); out within the derived bound of layerNormBounds of the
 			// float64 layer norm of the same s (the reported tolerance is
 			// the largest bound), the statistics within dm and dv.
 			Tolerance: tol,
 			Check: func(t *emu.Tile) (float64, error) {
-				if _, err := ewCheckF16(t, rout, beforeOut, want, 0); err != nil {
+				if _, err := ewCheckF16(t, rout, beforeOut, encLayout(p, want, rows, width), 0); err != nil {
 					return 0, fmt.Errorf("out: %w", err)
 				}
 				if _, err := layCheckExact(t, rst, beforeSt, encF32Bytes(stats), nil); err != nil {
 					return 0, fmt.Errorf("stats: %w", err)
 				}
 				if res == 1 {
-					if _, err := ewCheckF16(t, rsum, beforeSum, s, 0); err != nil {
+					if _, err := ewCheckF16(t, rsum, beforeSum, encLayout(p, s, rows, width), 0); err != nil {
 						return 0, fmt.Errorf("sum: %w", err)
 					}
 				}
