@@ -123,3 +123,105 @@ func TestPanelsReorder(t *testing.T) {
 		}
 	}
 }
+
+func TestLayerNormF16Panels(t *testing.T) {
+	for _, c := range []struct{ rows, width, residual int }{
+		{1, 16, 0}, {1, 16, 1}, {2, 32, 1}, {1, 144, 0}, {1, 1152, 1}, {8, 1152, 0}, {8, 1152, 1}, {3, 1152, 1},
+		{7, 112, 1}, {5, 80, 0}, {13, 48, 1}, {3, 208, 0}, {256, 16, 0}, {256, 128, 1}, {2, 16384, 1},
+	} {
+		p := kernels.Params{"rows": c.rows, "width": c.width, "residual": c.residual, "panels": 1}
+		rep, err := Run("layer_norm_f16", p, uint64(c.rows*c.width+c.residual), kernels.Cache{})
+		if err != nil {
+			t.Fatalf("%v: %v", p, err)
+		}
+		t.Logf("%s", rep)
+	}
+}
+
+func TestLayerNormF16PanelsCheckCatchesCorruption(t *testing.T) {
+	// rows=3, width=112: 7 panels of 96 bytes, word k of row i at
+	// (k/4)*96 + i*32 + (k%4)*8. Row 0's word 0, row 1's word 5, row 2's
+	// last word.
+	offs := []uint32{0, 96 + 32 + 8, 6*96 + 2*32 + 24}
+	layExpectCorruptionCaught(t, "layer_norm_f16", kernels.Params{"rows": 3, "width": 112, "panels": 1}, offs...)
+	layExpectCorruptionCaught(t, "layer_norm_f16", kernels.Params{"rows": 3, "width": 112, "residual": 1, "panels": 1}, offs...)
+}
+
+// lnRun runs layer_norm_f16 on logical rows x width x (and r with
+// residual=1) laid out as p["panels"] says and returns the logical out,
+// the stats bytes and the logical sum. alias: "" (separate operands),
+// "out=x", "sum=x" or "sum=r".
+func lnRun(t *testing.T, p kernels.Params, x, r, scale, bias []float16.Float16, alias string) (out []float16.Float16, stats []byte, sum []float16.Float16) {
+	t.Helper()
+	rows, width := p["rows"], p["width"]
+	n := rows * width
+	const xa, ra, oa, sa, sca, ba, sta = DataBase, DataBase + 0x10000, DataBase + 0x20000, DataBase + 0x30000, DataBase + 0x40000, DataBase + 0x48000, DataBase + 0x50000
+	args := map[int]uint32{2: oa, 3: xa, 4: sca, 5: ba, 6: sta, 7: ra, 8: sa}
+	switch alias {
+	case "out=x":
+		args[2] = xa
+	case "sum=x":
+		args[8] = xa
+	case "sum=r":
+		args[8] = ra
+	}
+	tile := layRunRaw(t, "layer_norm_f16", p, args, func(tile *emu.Tile) {
+		tile.Write(xa, ewF16Bytes(encLayout(p, x, rows, width)))
+		tile.Write(ra, ewF16Bytes(encLayout(p, r, rows, width)))
+		tile.Write(sca, ewF16Bytes(scale))
+		tile.Write(ba, ewF16Bytes(bias))
+	})
+	read := func(addr uint32) []float16.Float16 {
+		b := make([]byte, 2*n)
+		tile.Read(addr, b)
+		v := ewBytesF16(b)
+		if p["panels"] == 1 {
+			v = EncFromPanels(v, rows, width)
+		}
+		return v
+	}
+	stats = make([]byte, 8*rows)
+	tile.Read(sta, stats)
+	out = read(args[2])
+	if p["residual"] == 1 {
+		sum = read(args[8])
+	}
+	return out, stats, sum
+}
+
+// TestLayerNormF16PanelsMatchesRowMajor runs panels=0 and panels=1 on the
+// same data and requires the same out, stats and sum bit for bit, panels=1
+// also in place (out == x; fused, sum == x and sum == r).
+func TestLayerNormF16PanelsMatchesRowMajor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, c := range []struct{ rows, width int }{{1, 16}, {3, 112}, {8, 1152}, {13, 48}, {5, 208}, {256, 32}, {2, 4096}} {
+		n := c.rows * c.width
+		x, r := encNormal(rng, n, 0.3, 1.5), encNormal(rng, n, 0, 1)
+		scale, bias := encNormal(rng, c.width, 1, 0.2), encNormal(rng, c.width, 0, 0.5)
+		for _, residual := range []int{0, 1} {
+			p := kernels.Params{"rows": c.rows, "width": c.width, "residual": residual}
+			want, wantSt, wantSum := lnRun(t, p, x, r, scale, bias, "")
+			p["panels"] = 1
+			aliases := []string{"", "out=x"}
+			if residual == 1 {
+				aliases = []string{"", "sum=x", "sum=r"}
+			}
+			for _, alias := range aliases {
+				got, gotSt, gotSum := lnRun(t, p, x, r, scale, bias, alias)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%v %q: out row %d column %d is %#04x, panels=0 %#04x", p, alias, i/c.width, i%c.width, uint16(got[i]), uint16(want[i]))
+					}
+				}
+				for i := range wantSum {
+					if gotSum[i] != wantSum[i] {
+						t.Fatalf("%v %q: sum row %d column %d is %#04x, panels=0 %#04x", p, alias, i/c.width, i%c.width, uint16(gotSum[i]), uint16(wantSum[i]))
+					}
+				}
+				if !bytes.Equal(gotSt, wantSt) {
+					t.Fatalf("%v %q: stats %x, panels=0 %x", p, alias, gotSt, wantSt)
+				}
+			}
+		}
+	}
+}
