@@ -50,8 +50,9 @@
 // full panels (four words per pass, the fourth stepping P-24 bytes to the
 // next panel with a register stride, so no extra bundle) and a tail,
 // with one bundle between head and panels (the P-32 jump when the head
-// ends on a boundary): 3 bundles more per row and run than PANELS=0. The
-// padding is zeroed after run C's rows: the words of the partial panel
+// ends on a boundary): 3 bundles more per row in runs A and B; run C
+// (STATS=0) issues 17 + 7 per live word per row. The padding is zeroed
+// after run C's rows: the words of the partial panel
 // holding word NW (rows split over the workers, 4 - NW%4 stores per row)
 // and the full padding panels, one contiguous range split by words.
 
@@ -192,7 +193,7 @@
 // PANELS=1: the head, J, the full panels and the tail of the row's walk
 // (SM_WALK's registers), word a macro issuing one word with its pointer
 // step as its argument (1, or $m0 for a panel's last word) and last its
-// bundles less one. 3 bundles and the words.
+// bundles less one. 4 bundles (three rpts and J) and the words.
 .macro SM_PANEL_WORDS word:req, last:req
 	{
 		rpt $m10, \last
