@@ -35,7 +35,7 @@ func init() {
 			{Reg: "$m3", Name: "in", Doc: "the bias of out's first column group: 16 f16 per group out touches, 8-byte aligned; must not overlap out"},
 		},
 		Operands: []Operand{
-			{Name: "out", Align: 8, Written: true, Bytes: func(p Params) int { return 32 * p["rows"] }},
+			{Name: "out", Align: 8, Written: true, ReadFirst: true, Bytes: func(p Params) int { return 32 * p["rows"] }},
 			{Name: "in", Align: 8, Bytes: func(p Params) int { return 32 * ((p["first"] + p["rows"] + p["r"] - 1) / p["r"]) }},
 		},
 	})

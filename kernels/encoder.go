@@ -23,9 +23,9 @@ func zeroOrOne(v int, _ Params) error {
 
 func init() {
 	register(&Kernel{
-		Name:   "add_f16",
+		Name:   AddF16,
 		Source: "add.S",
-		Entry:  "add_f16",
+		Entry:  AddF16,
 		Doc: "out = a + b on n f16 values (the residual add): f16v4add, the exact sum rounded once to f16; " +
 			"3 worker bundles per 4 values (main-slot bound: two loads and a store)." + encABI,
 		Params: []Param{
@@ -50,9 +50,9 @@ const LayerNormEps = float32(1e-6)
 func init() {
 	rowsWidth := func(p Params) int { return 2 * p["rows"] * p["width"] }
 	register(&Kernel{
-		Name:   "layer_norm_f16",
+		Name:   LayerNormF16,
 		Source: "layer_norm.S",
-		Entry:  "layer_norm_f16",
+		Entry:  LayerNormF16,
 		Doc: "layer norm over each of `rows` rows of `width` f16 values: s = x (residual=0) or s = f16(x + r), also " +
 			"written to sum (residual=1); mean and biased variance in f32 (two passes), rstd = f32oorx(var + 1e-6); " +
 			"stats[row] = (mean, var) as f32; out = f16(f16(f16((s-mean)*rstd) * scale) + bias). Every row is split " +
@@ -113,9 +113,9 @@ func init() {
 func init() {
 	rowsKeys := func(p Params) int { return 2 * p["rows"] * p["keys"] }
 	register(&Kernel{
-		Name:   "softmax_f16",
+		Name:   SoftmaxF16,
 		Source: "softmax.S",
-		Entry:  "softmax_f16",
+		Entry:  SoftmaxF16,
 		Doc: "p = softmax(x / sqrt(dk)) over the first `valid` of `keys` f16 scores of each of `rows` rows; the other " +
 			"scores are ignored (any bits) and their p written as +0. m = f16 max of the valid scores; e = exp(s x - s m) " +
 			"in f32 (s = f32oorx(dk), f32v2axpy, f32exp); the f32 sum of e; e16 = f16(e) staged in out; " +
@@ -181,9 +181,9 @@ func init() {
 func init() {
 	rv := func(p Params) int { return p["rows"] * p["values"] }
 	register(&Kernel{
-		Name:   "attention_merge_f16",
+		Name:   AttentionMergeF16,
 		Source: "merge.S",
-		Entry:  "attention_merge_f16",
+		Entry:  AttentionMergeF16,
 		Doc: "online-softmax merge of flash-style attention on `rows` rows of `values` values: state acc (f32) and " +
 			"stats (m, l) (f32 pairs), a block's bacc (f16, or f32 with bacc32=1) and bstats (mb, lb). mode=0 (initial): " +
 			"acc = bacc, (m, l) = (mb, lb); mode=1 (update): m' = max(m, mb), a = exp(m - m'), b = exp(mb - m'), " +
@@ -223,8 +223,10 @@ func init() {
 			{Reg: "$m6", Name: "out", Doc: "mode 2: rows*values f16, 8-byte aligned"},
 		},
 		Operands: []Operand{
-			{Name: "acc", Align: 8, Written: true, Bytes: func(p Params) int { return 4 * rv(p) }},
-			{Name: "stats", Align: 8, Written: true, Bytes: func(p Params) int { return 8 * p["rows"] }},
+			// acc and stats are state: read by the update and the final
+			// step, written by the initial step and the update.
+			{Name: "acc", Align: 8, Written: true, ReadFirst: true, Bytes: func(p Params) int { return 4 * rv(p) }},
+			{Name: "stats", Align: 8, Written: true, ReadFirst: true, Bytes: func(p Params) int { return 8 * p["rows"] }},
 			{Name: "bacc", Align: 8, Bytes: func(p Params) int { return (2 + 2*p["bacc32"]) * rv(p) }},
 			{Name: "bstats", Align: 8, Bytes: func(p Params) int { return 8 * p["rows"] }},
 			{Name: "out", Align: 8, Written: true, Bytes: func(p Params) int {

@@ -4,9 +4,9 @@ import "fmt"
 
 func init() {
 	register(&Kernel{
-		Name:   "fill_zero",
+		Name:   FillZero,
 		Source: "fill.S",
-		Entry:  "fill_zero",
+		Entry:  FillZero,
 		Doc:    "zero BYTES bytes with six workers, 8 bytes per worker bundle",
 		Params: []Param{{Name: "bytes", Default: 4096, Doc: "bytes to zero", Check: func(v int, _ Params) error {
 			if v <= 0 || v%8 != 0 || v > 1<<18 {

@@ -37,6 +37,13 @@ const (
 	GemmF16Drain = "gemm_f16_drain"
 )
 
+// The f32-accumulating GEMM kernels (not called by the compiler), with the
+// same assumption split.
+const (
+	GemmF16F32Acc      = "gemm_f16_f32acc"
+	GemmF16F32AccDrain = "gemm_f16_f32acc_drain"
+)
+
 // GemmF16For names the f16 GEMM kernel to use: GemmF16Drain when the build
 // must be correct under the conservative assumptions, else GemmF16. The
 // compiler asks here (one place decides).
@@ -106,13 +113,13 @@ func init() {
 			`every worker run clears its accumulators, feeds its partials in and drains every result out through `+
 			`memory, as the reference's kernels do (4n+8 bundles per run for n rows instead of 4n+2). `+
 			`The compiler picks it when building --conservative. See gemm_f16 for the layouts.`))
-	register(gemmKernel("gemm_f16_f32acc", "gemm_f16_f32acc.S", 8, 4,
+	register(gemmKernel(GemmF16F32Acc, "gemm_f16_f32acc.S", 8, 4,
 		`C[r][c] = A[r][k] * B[k][c]: f16 inputs, f32 partials and results (f16v4sisoamp, 32 MAC per issue). `+
 			gemmDocCommon+
 			` Right (B) "AMP right panel": for each column group cg (c/8) and within it each kg, an 8x16 block `+
 			`output-major inner-minor: byte ((cg*(k/16) + kg)*128 + n*16 + i)*2 = B[16kg+i][8cg+n]. `+
 			`Out "AMP output panel": for each cg, r rows of 8 f32: byte (cg*r + row)*32 + 4*n = C[row][8cg+n].`))
-	register(gemmKernel("gemm_f16_f32acc_drain", "gemm_f16_f32acc_drain.S", 8, 4,
+	register(gemmKernel(GemmF16F32AccDrain, "gemm_f16_f32acc_drain.S", 8, 4,
 		`gemm_f16_f32acc (same layouts, ABI and f32 partials) correct without the amp-state-retained assumption: `+
 			`every worker run clears its accumulators, feeds its partials in and drains every result out through `+
 			`memory. See gemm_f16_f32acc for the layouts.`))

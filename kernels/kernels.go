@@ -1,23 +1,21 @@
-// Package kernels owns the tile kernels: their IPU21 assembly sources
-// (src/*.S, embedded), their ABI records — entry symbol, argument registers,
-// operand alignment, memory-element rules and access tails, the "kernel
-// access contract" the compiler relies on — their parameters, and building a
-// specialisation into an ELF object through a content-addressed cache.
+// Package kernels owns the tile kernels' ABI records — entry symbol,
+// argument registers, operand alignment, memory-element rules and access
+// tails, the "kernel access contract" the compiler relies on — their
+// parameters, and the typed specs the compiler builds its calls from.
 //
-// The package does not run kernels; kernels/bench does, on the emulator, so
-// that the compiler can import this package without importing a device.
+// The package neither assembles nor runs kernels: kernels/assemble holds
+// the IPU21 sources and builds a specialisation into an ELF object through
+// a content-addressed cache; kernels/bench runs one on the emulator. So the
+// planner and the cost model import this package without importing the
+// assembler, the ELF code or a device.
 package kernels
 
 import (
-	"embed"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 )
-
-//go:embed src/*.S src/*.inc
-var sources embed.FS
 
 // Arg is one argument register of a kernel's supervisor entry.
 type Arg struct {
@@ -49,6 +47,14 @@ type Operand struct {
 	DistinctElementFrom []string
 	// Written: the kernel writes this operand.
 	Written bool
+	// ReadFirst: the kernel may read this Written operand before writing
+	// it, an in-place update such as out += bias (Written alone says
+	// nothing about reads).
+	ReadFirst bool
+	// Gaps, when set, reports whether with parameters p the kernel leaves
+	// some bytes of this Written operand's extent (Bytes) untouched, as an
+	// unpack with a row stride wider than the written columns does.
+	Gaps func(p Params) bool
 }
 
 // Param is one specialisation parameter (a -D definition of the source).
@@ -63,7 +69,7 @@ type Param struct {
 // Kernel is the ABI record of one kernel.
 type Kernel struct {
 	Name     string // registry name, e.g. "gemm_f16"
-	Source   string // file under src/
+	Source   string // file under kernels/assemble/src/
 	Entry    string // supervisor entry symbol
 	Doc      string
 	Params   []Param
@@ -94,13 +100,11 @@ func (p Params) String() string {
 var registry = map[string]*Kernel{}
 
 // register adds a kernel record; called from init in the files defining
-// kernels. A malformed record is a programming error.
+// kernels. A malformed record is a programming error (that its source is
+// embedded is checked by kernels/assemble's tests).
 func register(k *Kernel) {
 	if _, dup := registry[k.Name]; dup {
 		panic("BUG: kernel " + k.Name + " registered twice")
-	}
-	if _, err := sources.ReadFile("src/" + k.Source); err != nil {
-		panic("BUG: kernel " + k.Name + ": source " + k.Source + " is not embedded")
 	}
 	registry[k.Name] = k
 }
@@ -150,11 +154,6 @@ func (k *Kernel) Resolve(given Params) (Params, error) {
 		}
 	}
 	return p, nil
-}
-
-// SourceText returns the embedded source of a kernel file.
-func SourceText(file string) ([]byte, error) {
-	return sources.ReadFile("src/" + file)
 }
 
 // maxOperandBytes bounds the operands of the data-movement and elementwise

@@ -71,9 +71,9 @@ func layLimit(max int) func(int, Params) error {
 
 func init() {
 	register(&Kernel{
-		Name:   "pack_left_f16",
+		Name:   PackLeftF16,
 		Source: "pack.S",
-		Entry:  "pack_left_f16",
+		Entry:  PackLeftF16,
 		Doc: "row-major f16 [r][k] (row stride `stride` elements) -> AMP left panel " +
 			"[ceil(k/16)][r][16] (byte (kg*r+row)*32 + 2i = A[row][16kg+i], columns >= k zero); " +
 			"six workers split the rows; 4 pace bundles (8 stored bytes each) per row and group." + layABI,
@@ -105,6 +105,12 @@ func layUnpackOutBytes(p Params) int {
 	return 2 * ((p["r"]-1)*layRowStride(p, p["c"]) + c4)
 }
 
+// layUnpackGaps reports whether an unpack leaves bytes of its out extent
+// untouched: a row stride wider than roundup(c, 4) columns.
+func layUnpackGaps(p Params) bool {
+	return layRowStride(p, p["c"]) != (p["c"]+3)/4*4
+}
+
 // unpackParams are the parameters both unpack kernels take.
 func unpackParams() []Param {
 	return []Param{
@@ -127,7 +133,7 @@ func init() {
 			{Reg: "$m3", Name: "in", Doc: "AMP output panel f16, 8-byte aligned; must not overlap out"},
 		},
 		Operands: []Operand{
-			{Name: "out", Align: 8, Written: true, Bytes: layUnpackOutBytes},
+			{Name: "out", Align: 8, Written: true, Bytes: layUnpackOutBytes, Gaps: layUnpackGaps},
 			{Name: "in", Align: 8, Bytes: func(p Params) int { return (p["c"] + 15) / 16 * p["r"] * 32 }},
 		},
 	})
@@ -143,7 +149,7 @@ func init() {
 			{Reg: "$m3", Name: "in", Doc: "AMP output panel f32, 8-byte aligned; must not overlap out"},
 		},
 		Operands: []Operand{
-			{Name: "out", Align: 8, Written: true, Bytes: layUnpackOutBytes},
+			{Name: "out", Align: 8, Written: true, Bytes: layUnpackOutBytes, Gaps: layUnpackGaps},
 			{Name: "in", Align: 8, Bytes: func(p Params) int { return (p["c"] + 7) / 8 * p["r"] * 32 }},
 		},
 	})

@@ -3,6 +3,8 @@ package profile
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/ipustack/ipustack/kernels"
 )
 
 // SRAM map used by the synthetic memory maps (IPU21: 624 KiB per tile).
@@ -171,9 +173,9 @@ func (s *synth) run() {
 		i, j, q := t/(fc1.grid.Cols*fc1.grid.Inner), (t/fc1.grid.Inner)%fc1.grid.Cols, t%fc1.grid.Inner
 		rows := fmt.Sprintf("[%d,%d)", i*fc1.rowBlock, min((i+1)*fc1.rowBlock, fc1.m))
 		cols := fmt.Sprintf("[%d,%d)", j*fc1.colBlk+q*48, j*fc1.colBlk+(q+1)*48)
-		s.step(t, s.jitter(8000, 0.03), Compute, "reduce_add_f16", "block0.fc1", "block0.fc1"+rows+cols,
+		s.step(t, s.jitter(8000, 0.03), Compute, kernels.ReduceAddF16, "block0.fc1", "block0.fc1"+rows+cols,
 			fmt.Sprintf("sum of %d K-split partials (reduce-scatter, slice %d)", fc1.grid.Inner, q))
-		s.step(t, s.jitter(3490, 0.03), Compute, "gelu_f16", "block0.gelu", "block0.gelu"+rows+cols,
+		s.step(t, s.jitter(3490, 0.03), Compute, kernels.GeluF16, "block0.gelu", "block0.gelu"+rows+cols,
 			"fused GELU epilogue of block0.fc1")
 	}
 	r = s.sync("block0.fc2.in")
@@ -220,9 +222,9 @@ func (s *synth) run() {
 		i, j := t/(fc2.grid.Cols*fc2.grid.Inner), (t/fc2.grid.Inner)%fc2.grid.Cols
 		rows := fmt.Sprintf("[%d,%d)", i*fc2.rowBlock, min((i+1)*fc2.rowBlock, fc2.m))
 		cols := fmt.Sprintf("[%d,%d)", j*fc2.colBlk+q*16, j*fc2.colBlk+(q+1)*16)
-		s.step(t, s.jitter(4200, 0.03), Compute, "reduce_add_f16", "block0.fc2", "block0.fc2"+rows+cols,
+		s.step(t, s.jitter(4200, 0.03), Compute, kernels.ReduceAddF16, "block0.fc2", "block0.fc2"+rows+cols,
 			fmt.Sprintf("sum of %d K-split partials (reduce-scatter, slice %d)", fc2.grid.Inner, q))
-		s.step(t, s.jitter(1297, 0.03), Compute, "unpack_f16", "block0.fc2", "output"+rows+cols,
+		s.step(t, s.jitter(1297, 0.03), Compute, kernels.UnpackOutF16, "block0.fc2", "output"+rows+cols,
 			"unpack the output slice to row-major for the host")
 	}
 	s.sync("output")
@@ -254,7 +256,7 @@ func (s *synth) gemm(g synthGemm, n int) {
 		if t > 0 {
 			c = s.jitter(c, 0.012)
 		}
-		s.step(t, c, Compute, "gemm_f16", g.name,
+		s.step(t, c, Compute, kernels.GemmF16, g.name,
 			fmt.Sprintf("%s.part%d[%d,%d)[%d,%d)", g.name, p, i*g.rowBlock, i*g.rowBlock+rows, j*g.colBlk, (j+1)*g.colBlk),
 			fmt.Sprintf("GEMM block (i=%d j=%d) K-split part %d of %d, k=[%d,%d)", i, j, p, g.grid.Inner, p*g.kBlk, (p+1)*g.kBlk))
 	}
@@ -316,8 +318,8 @@ func (s *synth) plan(fc1, fc2 synthGemm, a1, a2 int) {
 		{{8, 60, 3}, {18, 9, 9}},
 	}
 	pl := Plan{PredictedCycles: 149990, Gemms: []Gemm{
-		{Name: fc1.name, M: fc1.m, K: fc1.k, N: fc1.n, Grid: fc1.grid, Tiles: a1, Kernel: "gemm_f16"},
-		{Name: fc2.name, M: fc2.m, K: fc2.k, N: fc2.n, Grid: fc2.grid, Tiles: a2, Kernel: "gemm_f16"},
+		{Name: fc1.name, M: fc1.m, K: fc1.k, N: fc1.n, Grid: fc1.grid, Tiles: a1, Kernel: kernels.GemmF16},
+		{Name: fc2.name, M: fc2.m, K: fc2.k, N: fc2.n, Grid: fc2.grid, Tiles: a2, Kernel: kernels.GemmF16},
 	}}
 	for r, g := range alt {
 		mid := uint64(149990 + 173*r*r + 61*r)

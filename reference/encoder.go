@@ -3,7 +3,7 @@ package reference
 import "math"
 
 // Host references of the encoder-layer operators in float64, row by row:
-// what the device kernels (kernels/src/layer_norm.S, softmax.S, merge.S)
+// what the device kernels (kernels/assemble/src/layer_norm.S, softmax.S, merge.S)
 // are compared with. Inputs are the values the device reads (already
 // rounded to its storage precision); nothing here rounds.
 

@@ -93,7 +93,7 @@ func TestSplitMergeRoundTrip(t *testing.T) {
 	}
 }
 
-// deviceLayerNorm follows kernels/src/layer_norm.S's arithmetic on f16 data: two-pass f32
+// deviceLayerNorm follows kernels/assemble/src/layer_norm.S's arithmetic on f16 data: two-pass f32
 // statistics (sums in order), rstd = 1/sqrt(var + eps) in f32, z = (x - mean) * rstd in f32,
 // z16 = f16(z), y = f16(f16(z16 * scale) + bias).
 func deviceLayerNorm(x, scale, bias []float32, w int) []float32 {
@@ -120,7 +120,7 @@ func deviceLayerNorm(x, scale, bias []float32, w int) []float32 {
 	return out
 }
 
-// deviceSoftmax follows kernels/src/softmax.S: m the f16 maximum, mf = m*s in f32 with s the f32
+// deviceSoftmax follows kernels/assemble/src/softmax.S: m the f16 maximum, mf = m*s in f32 with s the f32
 // 1/sqrt(dk), e = exp(s*x - mf) in f32, the f32 sum, e16 = f16(e), p = f16(e16 * (1/sum)).
 func deviceSoftmax(x []float32, w int, scale float64) []float32 {
 	out := make([]float32, len(x))

@@ -35,7 +35,7 @@ import (
 //   - Add: the operands' errors in quadrature plus output rounding. Cast: plus output rounding.
 //   - Inputs and Parameters: 0 (host and device hold the same f16 bits).
 //   - Reshape and Transpose: the input's error (pure data movement, exact on both sides).
-//   - LayerNorm, modelled on the device kernel (kernels/src/layer_norm.S): z = (x - mean) * rstd
+//   - LayerNorm, modelled on the device kernel (kernels/assemble/src/layer_norm.S): z = (x - mean) * rstd
 //     in f32 with two-pass f32 statistics, z16 = f16(z), y = f16(f16(z16 * scale) + bias). Per
 //     element of row r, with s_r^2 = var_r + eps, zh = (x - mean_r)/s_r exact, gamma its column's
 //     scale, uo^2/3 the unit rounding variance of the output type (f16; an f32 graph keeps f32):
@@ -51,7 +51,7 @@ import (
 //     the two f16 roundings inside the kernel (z16 and the scale product): 2 (uo^2/3) (gamma zh)^2;
 //     then the output rounding, device and reference each. Scale and bias errors, were they
 //     computed values: eScale^2 ms(zh) + eBias^2.
-//   - Softmax, modelled on kernels/src/softmax.S: m the row's maximum (exact), mf = f32(m) s,
+//   - Softmax, modelled on kernels/assemble/src/softmax.S: m the row's maximum (exact), mf = f32(m) s,
 //     a_i = s x_i - mf (product and sum rounded in f32), e_i = exp(a_i) in f32 (within one ulp),
 //     sum of the e_i in f32, e16_i = f16(e_i), p_i = f16(e16_i * (1/sum)). Every error is relative
 //     to p_i: the propagated input error s (dx_i - sum_j p_j dx_j), of variance <= 2 s^2 eX^2;

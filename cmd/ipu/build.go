@@ -10,7 +10,7 @@ import (
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
-	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -80,11 +80,11 @@ func (w *workloadFlags) recipe() (driver.Recipe, error) {
 	return r, f.MLP.Validate()
 }
 
-func (w *workloadFlags) cache() kernels.Cache {
+func (w *workloadFlags) cache() assemble.Cache {
 	if w.noCache {
-		return kernels.Cache{}
+		return assemble.Cache{}
 	}
-	return kernels.DefaultCache()
+	return assemble.DefaultCache()
 }
 
 func newBuildCmd() *cobra.Command {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ipustack/ipustack/isa"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 	"github.com/ipustack/ipustack/kernels/bench"
 )
 
@@ -96,7 +97,7 @@ func TestISALearnRoundTrip(t *testing.T) {
 
 	// Every kernel: the assembler under the learned overlay gives the
 	// permuted assembler's bytes; the default table's differ.
-	assemble := func(ov *isa.Overlay, name string) []byte {
+	assembleObj := func(ov *isa.Overlay, name string) []byte {
 		t.Helper()
 		restore, err := isa.Swap(ov)
 		if err != nil {
@@ -107,7 +108,7 @@ func TestISALearnRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := k.Build(nil, kernels.Cache{})
+		b, err := assemble.Build(k, nil, assemble.Cache{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -124,7 +125,7 @@ func TestISALearnRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer restore()
-		rep, err := bench.Run(name, nil, 1, kernels.Cache{})
+		rep, err := bench.Run(name, nil, 1, assemble.Cache{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -134,7 +135,7 @@ func TestISALearnRoundTrip(t *testing.T) {
 		return rep.JSON()
 	}
 	for _, name := range kernels.Names() {
-		l, p, d := assemble(learned, name), assemble(perm, name), assemble(nil, name)
+		l, p, d := assembleObj(learned, name), assembleObj(perm, name), assembleObj(nil, name)
 		if !bytes.Equal(l, p) {
 			t.Errorf("%s: assembled under the learned overlay differs from the permuted assembler's object", name)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 	"github.com/ipustack/ipustack/kernels/bench"
 	"github.com/spf13/cobra"
 )
@@ -77,9 +78,9 @@ assumptions"): a kernel that depends on a default assumption fails there.`,
 				}
 				p[name] = v
 			}
-			cache := kernels.DefaultCache()
+			cache := assemble.DefaultCache()
 			if noCache {
-				cache = kernels.Cache{}
+				cache = assemble.Cache{}
 			}
 			rep, err := bench.RunAssuming(args[0], p, seed, cache, assumptionsFlag(conserv))
 			if rep != nil {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/ipustack/ipustack/compiler/cost"
-	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/profile"
 	"os"
 	"path/filepath"
@@ -237,7 +237,7 @@ func TestRunProfile(t *testing.T) {
 	// latest run.end: the run's longest tile span plus the skew of the
 	// tiles' starts (each starts after copying its last piece of the input
 	// from the host window: at most one slot's copy).
-	skew := uint64(cost.CopyF16(low.SlotSize))
+	skew := uint64(cost.CopyF16(tile.SlotSize))
 	if r.Tiles != 16 || r.Cycles < cycles || r.Cycles > cycles+skew {
 		t.Fatalf("profile of %d tiles, %d cycles; the run: 16 tiles, %d cycles", r.Tiles, r.Cycles, cycles)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 	"github.com/ipustack/ipustack/kernels/bench"
 	"github.com/x448/float16"
 )
@@ -62,20 +63,20 @@ func TestTileRunHandKernel(t *testing.T) {
 	}
 }
 
-// One of ours: gemm_f16_drain from kernels/src, assembled by tile run with
+// One of ours: gemm_f16_drain from kernels/assemble/src, assembled by tile run with
 // -D, takes exactly the cycles `ipu kernel run` reports for it.
 func TestTileRunOurKernel(t *testing.T) {
 	const k, c, r = 32, 16, 12
 	// Panels as the bench places them: left, out, right in region 1.
 	left, outp, right := uint32(0x80000), uint32(0x88000), uint32(0x90000)
-	code, stdout, stderr := ipu(t, "tile", "run", "../../kernels/src/gemm_f16_drain.S", "--entry", "gemm_f16_drain",
+	code, stdout, stderr := ipu(t, "tile", "run", "../../kernels/assemble/src/gemm_f16_drain.S", "--entry", "gemm_f16_drain",
 		"-D", "K=32", "-D", "C=16", "-D", "R=12",
 		"--reg", "m2="+hex(outp), "--reg", "m3="+hex(left), "--reg", "m4="+hex(right),
 		"--fill", hex(left)+":768:1", "--fill", hex(right)+":1024:2")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	rep, err := bench.Run("gemm_f16_drain", kernels.Params{"k": k, "c": c, "r": r}, 1, kernels.Cache{})
+	rep, err := bench.Run("gemm_f16_drain", kernels.Params{"k": k, "c": c, "r": r}, 1, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}

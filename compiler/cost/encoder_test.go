@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // encoderPoints is the differential table of the encoder-layer kernels:
@@ -100,7 +101,7 @@ func TestEncoderModelsMatchEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the emulator")
 	}
-	cache := kernels.Cache{Dir: t.TempDir()}
+	cache := assemble.Cache{Dir: t.TempDir()}
 	for _, pt := range encoderPoints {
 		if got, emu, ok := modelAndEmulator(t, pt, 11, cache); ok && got != emu {
 			t.Errorf("%s %v: model %d cycles, emulator %d (%+d)", pt.kernel, pt.p, got, emu, got-emu)

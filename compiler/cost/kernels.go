@@ -8,7 +8,7 @@
 //
 // Each kernel model is structural: the number of bundles each of the six
 // workers issues in each worker run is counted from the kernel's source
-// (kernels/src/*.S: prologue instructions, rpt bodies, per-group overheads,
+// (kernels/assemble/src/*.S: prologue instructions, rpt bodies, per-group overheads,
 // the work split "worker w takes n/6 + (w < n%6) rows/words"), and those
 // counts are fed through the tile's issue rules (issueModel: six slots, one
 // bundle per 6 cycles per worker, the supervisor in the free slots, sync 2
@@ -396,7 +396,7 @@ func FillZero(n int) int64 {
 
 // Kernel returns the modelled cycles of one call of the named kernel with
 // the given parameters (defaults filled and checked by the kernel's ABI
-// record, exactly as a build would).
+// record, exactly as a build would), through the kernel's typed spec.
 func Kernel(name string, given kernels.Params) (int64, error) {
 	k, err := kernels.Lookup(name)
 	if err != nil {
@@ -407,56 +407,71 @@ func Kernel(name string, given kernels.Params) (int64, error) {
 		return 0, err
 	}
 	if s, ok := kernels.SpecOf(name, p); ok {
-		return Cycles(s), nil
-	}
-	switch name {
-	case "gemm_f16_f32acc":
-		return GemmF16F32Acc(p["k"], p["c"], p["r"]), nil
-	case "gemm_f16_f32acc_drain":
-		return GemmF16F32AccDrain(p["k"], p["c"], p["r"]), nil
-	case "pack_left_f16":
-		return PackLeftF16(p["r"], p["k"]), nil
-	case kernels.UnpackOutF16: // with a row stride (no spec)
-		return UnpackOutF16(p["r"], p["c"]), nil
-	case kernels.UnpackOutF32:
-		return UnpackOutF32(p["r"], p["c"]), nil
-	case "fill_zero":
-		return FillZero(p["bytes"]), nil
-	case "add_f16":
-		return AddF16(p["n"]), nil
-	case "layer_norm_f16":
-		return LayerNormF16(p["rows"], p["width"], p["residual"], p["panels"]), nil
-	case "softmax_f16":
-		return SoftmaxF16(p["rows"], p["keys"], p["valid"], p["stats"], p["panels"]), nil
-	case "attention_merge_f16":
-		return AttentionMergeF16(p["rows"], p["values"], p["mode"], p["bacc32"]), nil
+		if c, ok := cycles(s); ok {
+			return c, nil
+		}
 	}
 	return 0, fmt.Errorf("cost: no model for kernel %q", name)
 }
 
 // Cycles returns the modelled cycles of one call of a typed kernel spec
 // (the launch overhead not included). The per-kernel functions above are
-// the models; this is the one place that maps a spec to its model.
+// the models; this is the one place that maps a spec to its model. A spec
+// type without a model is a programming error (Kernel reports it as an
+// error instead).
 func Cycles(s kernels.Spec) int64 {
+	c, ok := cycles(s)
+	if !ok {
+		panic(fmt.Sprintf("BUG: cost: no model for kernel spec %T", s))
+	}
+	return c
+}
+
+// cycles is Cycles, ok false for a spec type without a model.
+func cycles(s kernels.Spec) (int64, bool) {
 	switch s := s.(type) {
 	case kernels.Gemm:
-		return GemmF16For(s.Conservative, s.K, s.C, s.R)
-	case kernels.Copy:
-		return CopyF16(s.N)
-	case kernels.ReduceAdd:
-		return ReduceAddF16(s.N, s.Parts)
-	case kernels.Gelu:
-		precise := 0
-		if s.Precise {
-			precise = 1
+		switch {
+		case !s.F32Acc:
+			return GemmF16For(s.Conservative, s.K, s.C, s.R), true
+		case s.Conservative:
+			return GemmF16F32AccDrain(s.K, s.C, s.R), true
 		}
-		return GeluF16(s.N, precise)
+		return GemmF16F32Acc(s.K, s.C, s.R), true
+	case kernels.Copy:
+		return CopyF16(s.N), true
+	case kernels.ReduceAdd:
+		return ReduceAddF16(s.N, s.Parts), true
+	case kernels.Gelu:
+		return GeluF16(s.N, b2i(s.Precise)), true
 	case kernels.AddBias:
-		return AddBiasF16(s.Rows, s.R, s.First)
-	case kernels.UnpackOut:
-		return UnpackOutF16(s.R, s.C)
+		return AddBiasF16(s.Rows, s.R, s.First), true
+	case kernels.UnpackOut: // the row stride does not change the cycles
+		if s.F32 {
+			return UnpackOutF32(s.R, s.C), true
+		}
+		return UnpackOutF16(s.R, s.C), true
+	case kernels.PackLeft: // nor here
+		return PackLeftF16(s.R, s.K), true
+	case kernels.Fill:
+		return FillZero(s.Bytes), true
+	case kernels.Add:
+		return AddF16(s.N), true
+	case kernels.LayerNorm:
+		return LayerNormF16(s.Rows, s.Width, b2i(s.Residual), b2i(s.Panels)), true
+	case kernels.Softmax:
+		return SoftmaxF16(s.Rows, s.Keys, s.Valid, b2i(s.Stats), b2i(s.Panels)), true
+	case kernels.AttentionMerge:
+		return AttentionMergeF16(s.Rows, s.Values, int(s.Mode), b2i(s.Bacc32)), true
 	}
-	panic(fmt.Sprintf("BUG: cost: no model for kernel spec %T", s))
+	return 0, false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // singleRunEntry is singleRun for a supervisor entry that stores args

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 	"github.com/ipustack/ipustack/kernels/bench"
 )
 
@@ -114,7 +115,7 @@ func TestModelsMatchEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the emulator")
 	}
-	cache := kernels.Cache{Dir: t.TempDir()}
+	cache := assemble.Cache{Dir: t.TempDir()}
 	exact := 0
 	for _, pt := range modelPoints {
 		got, emu, ok := modelAndEmulator(t, pt, 7, cache)
@@ -148,7 +149,7 @@ type modelPoint struct {
 // modelAndEmulator returns pt's model cycles and its emulated cycles (a
 // run with data seed seed); ok is false when the emulator run failed,
 // which it reports.
-func modelAndEmulator(t *testing.T, pt modelPoint, seed uint64, cache kernels.Cache) (model, emu int64, ok bool) {
+func modelAndEmulator(t *testing.T, pt modelPoint, seed uint64, cache assemble.Cache) (model, emu int64, ok bool) {
 	t.Helper()
 	rep, err := bench.Run(pt.kernel, pt.p, seed, cache)
 	if err != nil {

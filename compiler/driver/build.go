@@ -25,11 +25,12 @@ import (
 	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/mid"
 	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
-	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // Recipe is what a package was built from. It is stored in the package
@@ -73,7 +74,7 @@ type Finalist struct {
 type Config struct {
 	Recipe
 	// Cache is the kernel cache (zero: no caching).
-	Cache kernels.Cache
+	Cache assemble.Cache
 	// Logger receives the stage spans (default slog.Default()).
 	Logger *slog.Logger
 	// CompilerVersion is recorded in the package.
@@ -86,6 +87,11 @@ type Config struct {
 	// phase's transfers as a JSON snapshot (exchange.ExportPhases), for
 	// `ipu exchange bench`.
 	ExportExchange string
+	// Verify checks every candidate plan's per-tile program
+	// (tile.Program.Verify) before the low passes and after each one, as
+	// the tests do (a few Verify runs per finalist). Every build verifies
+	// the chosen plan once, before emitting it (some 20 ms on 1472 tiles).
+	Verify bool
 }
 
 // Result is a compiled workload.
@@ -122,7 +128,7 @@ func (r Recipe) Validate() error {
 // Prepare builds the graph and the plan of a recipe (cheap: no code):
 // the recipe's recorded plan, or else the best-estimated candidate.
 func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
-	g, plans, err := candidatePlans(r, 1, nil)
+	g, plans, err := candidatePlans(r, 1, nil, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,8 +143,19 @@ func Prepare(r Recipe, log *slog.Logger) (*graph.Graph, *low.Plan, error) {
 // the low passes and ordered by estimate. A recipe that records its plan
 // gets exactly that one. mid lines (each GEMM's candidate count and time,
 // each finalist, a finalist that does not lower) go to log when it is not
-// nil.
-func candidatePlans(r Recipe, n int, log *slog.Logger) (*graph.Graph, []*low.Plan, error) {
+// nil. With verify, every plan's per-tile program is verified before the
+// passes and after each one (low.OptimizeVerified).
+func candidatePlans(r Recipe, n int, log *slog.Logger, verify bool) (*graph.Graph, []*low.Plan, error) {
+	optimize := func(pl *low.Plan) error {
+		if !verify {
+			low.Optimize(pl)
+			return nil
+		}
+		if _, err := low.OptimizeVerified(pl); err != nil {
+			return fmt.Errorf("plan %v: %w", pl.Choice(), err)
+		}
+		return nil
+	}
 	g, p, opts, err := problem(r)
 	if err != nil {
 		return nil, nil, err
@@ -159,7 +176,11 @@ func candidatePlans(r Recipe, n int, log *slog.Logger) (*graph.Graph, []*low.Pla
 		if err != nil {
 			return nil, nil, fmt.Errorf("the recorded plan %v: %w", c, err)
 		}
-		low.Optimize(pl) // as every searched plan: the recorded plan is the one Compile chose, passes included
+		// As every searched plan: the recorded plan is the one Compile
+		// chose, passes included.
+		if err := optimize(pl); err != nil {
+			return nil, nil, err
+		}
 		return g, []*low.Plan{pl}, nil
 	}
 	plans, err := midPlans(g, p, opts, n, log)
@@ -169,7 +190,11 @@ func candidatePlans(r Recipe, n int, log *slog.Logger) (*graph.Graph, []*low.Pla
 	}
 	// The low passes, on every plan alike (Prepare must regenerate the
 	// plan Compile chose, passes included).
-	parallelDo(len(plans), func(i int) { low.Optimize(plans[i]) })
+	errs := make([]error, len(plans))
+	parallelDo(len(plans), func(i int) { errs[i] = optimize(plans[i]) })
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
 	slices.SortStableFunc(plans, func(a, b *low.Plan) int { return a.Estimate.Total - b.Estimate.Total })
 	return g, plans, nil
 }
@@ -250,7 +275,7 @@ func problem(r Recipe) (*graph.Graph, *low.Problem, low.Options, error) {
 	if err != nil {
 		return nil, nil, opts, err
 	}
-	opts.Tiles, opts.Fits, opts.MaxPhases = r.Tiles, place.Fits, place.MaxRowPhases
+	opts.Tiles, opts.Fits, opts.MaxPhases = r.Tiles, place.Fits, tile.MaxRowPhases
 	opts.Conservative = r.Conservative()
 	return g, p, opts, nil
 }
@@ -296,7 +321,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			if n <= 0 {
 				n = low.DefaultFinalists
 			}
-			g, plans, err := candidatePlans(cfg.Recipe, n, log)
+			g, plans, err := candidatePlans(cfg.Recipe, n, log, cfg.Verify)
 			if err != nil {
 				return err
 			}
@@ -312,7 +337,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			parallelDo(len(fins), func(i int) {
 				f := fins[i]
 				t := time.Now()
-				f.addrs, f.err = emit.PlaceAll(f.plan)
+				f.addrs, f.err = emit.PlaceAll(&f.plan.Program)
 				f.elapsed += time.Since(t)
 			})
 			return nil
@@ -323,10 +348,13 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 				return err
 			}
 			res.Plan, addrs, scheds = f.plan, f.addrs, f.scheds
+			choice := res.Plan.Choice()
+			if err := res.Plan.Verify(); err != nil {
+				return fmt.Errorf("the chosen plan %v: %w", choice, err)
+			}
 			if err := validateReused(scheds, log); err != nil {
 				return err
 			}
-			choice := res.Plan.Choice()
 			res.Recipe.Plan = &choice
 			res.Recipe.Finalists = finalistSummaries(fins, f)
 			if cfg.ExportExchange == "" {
@@ -348,7 +376,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 			return nil
 		}},
 		{"compile_kernels", func() error {
-			specs = emit.Specs(res.Plan)
+			specs = emit.Specs(&res.Plan.Program)
 			var err error
 			ks, err = emit.CompileKernels(specs, cfg.Cache)
 			if err != nil {
@@ -366,7 +394,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 		}},
 		{"emit_tile_code", func() error {
 			var err error
-			programs, tileProg, err = emit.Programs(res.Plan, addrs, ks)
+			programs, tileProg, err = emit.Programs(&res.Plan.Program, addrs, ks)
 			return err
 		}},
 		{"link_runtime", func() error {
@@ -379,7 +407,7 @@ func Compile(ctx context.Context, cfg Config) (*Result, error) {
 		}},
 		{"build_tile_images", func() error {
 			var err error
-			res.Package, err = emit.Package(res.Plan, addrs, scheds, imgs, tileProg, cfg.CompilerVersion)
+			res.Package, err = emit.Package(&res.Plan.Program, addrs, scheds, imgs, tileProg, cfg.CompilerVersion)
 			if err != nil {
 				return err
 			}
@@ -582,7 +610,7 @@ func finalistSummaries(fins []*finalist, chosen *finalist) []Finalist {
 // scheduled again: its horizon comes from the cache and its schedule is
 // nil (fill builds it, if the finalist is chosen). cache may be nil.
 func schedule(pl *low.Plan, addrs []emit.Addresses, h slog.Handler, quick bool, cache *phaseCache) ([]*exchange.Schedule, []int, []*recorder, error) {
-	phases, err := emit.Phases(pl, addrs)
+	phases, err := emit.Phases(&pl.Program, addrs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -696,7 +724,7 @@ func reschedule(f *finalist, idx []int, quick bool, h slog.Handler, check func(i
 	if len(idx) == 0 {
 		return nil
 	}
-	phases, err := emit.Phases(f.plan, f.addrs)
+	phases, err := emit.Phases(&f.plan.Program, f.addrs)
 	if err != nil {
 		return err
 	}

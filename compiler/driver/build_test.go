@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/compiler/low"
-	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/device"
 	"github.com/ipustack/ipustack/graph"
-	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -39,7 +39,7 @@ func mlpRecipe(tokens, dim, hidden, tiles int) Recipe {
 
 func compile(t *testing.T, r Recipe) *Result {
 	t.Helper()
-	res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test"})
+	res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test", Verify: true})
 	if err != nil {
 		t.Fatalf("compile %+v: %v", r, err)
 	}
@@ -144,7 +144,7 @@ func TestDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.GOMAXPROCS(2)
-	cache := kernels.Cache{Dir: t.TempDir()}
+	cache := assemble.Cache{Dir: t.TempDir()}
 	for i := 0; i < 2; i++ { // cold, then warm cache
 		res, err := Compile(context.Background(), Config{Recipe: r, Logger: quiet, CompilerVersion: "test", Cache: cache})
 		if err != nil {
@@ -284,9 +284,9 @@ func TestMidRowChunks(t *testing.T) {
 	}
 }
 
-func hasLoop(ops []low.Op) bool {
+func hasLoop(ops []tile.Op) bool {
 	for _, op := range ops {
-		if op.Kind == low.OpLoop {
+		if op.Kind == tile.OpLoop {
 			return true
 		}
 	}
@@ -421,11 +421,11 @@ func TestMidCodeEstimate(t *testing.T) {
 	for _, r := range []Recipe{mlpRecipe(77, 72, 200, 64), mlpRecipeFull(64, 128, 512, 3, 64, true)} {
 		res := compile(t, r)
 		maxCode, maxEst := 0, 0
-		for l, tile := range res.Package.Tiles {
+		for l, pt := range res.Package.Tiles {
 			code := 0
-			for _, s := range tile.Segments {
-				if s.Address >= place.CodeBase && s.Address < place.CodeLimit {
-					code = max(code, int(s.Address+s.MemSize-place.CodeBase))
+			for _, s := range pt.Segments {
+				if s.Address >= tile.CodeBase && s.Address < tile.CodeLimit {
+					code = max(code, int(s.Address+s.MemSize-tile.CodeBase))
 				}
 			}
 			est := res.Plan.EstimatedCodeBytes(l)

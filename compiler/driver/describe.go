@@ -7,7 +7,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/emit"
 	"github.com/ipustack/ipustack/compiler/exchange"
 	"github.com/ipustack/ipustack/compiler/low"
-	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -73,7 +73,7 @@ func describe(pkg *ipuexe.Package, pl *low.Plan, addrs []emit.Addresses, scheds 
 			return fmt.Errorf("BUG: describe: profiled tile %d is not in the plan", tp.Tile)
 		}
 		t := &pl.Programs[l]
-		steps := emit.TimedSteps(pl, t)
+		steps := emit.TimedSteps(&pl.Program, t)
 		if len(tp.Samples) != len(steps)+1 {
 			return fmt.Errorf("BUG: describe: tile %d has %d samples for %d steps", tp.Tile, len(tp.Samples), len(steps))
 		}
@@ -91,7 +91,7 @@ func describe(pkg *ipuexe.Package, pl *low.Plan, addrs []emit.Addresses, scheds 
 	}
 
 	for _, list := range []struct {
-		from []low.HostBinding
+		from []tile.HostBinding
 		to   []ipuexe.Binding
 	}{{pl.Inputs, pkg.Inputs}, {pl.Weights, pkg.Weights}, {pl.Outputs, pkg.Outputs}} {
 		for i := range list.from {
@@ -161,15 +161,15 @@ func phaseWindows(s *exchange.Schedule, pl *low.Plan, horizon uint64) []ipuexe.P
 type stepProv struct{ op, value, reason string }
 
 // provenance names the graph operation, value and reason of each step of
-// a tile (the provenance the lowering gives every op: low.Op.Node, Why).
+// a tile (the provenance the lowering gives every op: tile.Op.Node, Why).
 func provenance(pl *low.Plan, steps []emit.TimedStep) []stepProv {
 	out := make([]stepProv, len(steps))
 	for k, st := range steps {
 		switch op := st.Op; {
 		case op == nil:
-		case op.Kind == low.OpSample:
+		case op.Kind == tile.OpSample:
 			out[k] = stepProv{reason: "end of run: sync 2 (the last workers done), then the run.end sample"}
-		case op.Kind == low.OpExchange:
+		case op.Kind == tile.OpExchange:
 			name := ""
 			if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
 				name = pl.Exchanges[op.Phase].Name
@@ -191,25 +191,25 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []ipu
 	var rows uint32
 	for _, s := range pkg.Tiles[l].Segments {
 		switch {
-		case s.Address >= place.CodeBase && s.Address < place.CodeLimit:
+		case s.Address >= tile.CodeBase && s.Address < tile.CodeLimit:
 			codeEnd = max(codeEnd, s.Address+s.MemSize)
-		case s.Address == place.RowBase:
+		case s.Address == tile.RowBase:
 			rows = s.MemSize
 		}
 	}
-	if codeEnd > place.CodeBase {
-		segs = append(segs, ipuexe.MemoryRange{Kind: "code", Address: place.CodeBase, Size: codeEnd - place.CodeBase, Name: "runtime and kernels"})
+	if codeEnd > tile.CodeBase {
+		segs = append(segs, ipuexe.MemoryRange{Kind: "code", Address: tile.CodeBase, Size: codeEnd - tile.CodeBase, Name: "runtime and kernels"})
 	}
 	segs = append(segs, ipuexe.MemoryRange{Kind: "activations", Address: ipu21.HostApertureBase,
 		Size: ipu21.HostWriteEnd - ipu21.HostApertureBase, Name: "host write window"})
 	if rows > 0 {
-		segs = append(segs, ipuexe.MemoryRange{Kind: "exchange-rows", Address: place.RowBase, Size: rows, Name: "exchange rows"})
+		segs = append(segs, ipuexe.MemoryRange{Kind: "exchange-rows", Address: tile.RowBase, Size: rows, Name: "exchange rows"})
 	}
 	segs = append(segs, ipuexe.MemoryRange{Kind: "code", Address: ipu21.RuntimeStateBase,
 		Size: ipu21.RuntimeStateEnd - ipu21.RuntimeStateBase, Name: "runtime state (samples, row table, loops, worker areas)"})
 	t := &pl.Programs[l]
-	bufs := append([]low.Buffer(nil), t.Buffers...)
-	bufs = append(bufs, low.Buffer{Name: emit.SampleBuf, Bytes: 4 * emit.SampleWords(pl, t)})
+	bufs := append([]tile.Buffer(nil), t.Buffers...)
+	bufs = append(bufs, tile.Buffer{Name: emit.SampleBuf, Bytes: 4 * emit.SampleWords(&pl.Program, t)})
 	var data []ipuexe.MemoryRange
 	for _, bf := range bufs {
 		addr, ok := a[bf.Name]
@@ -232,7 +232,7 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []ipu
 		data = append(data, s)
 	}
 	sort.SliceStable(data, func(i, j int) bool { return data[i].Address < data[j].Address })
-	// Buffers live at different times may share memory (low.Buffer.Live):
+	// Buffers live at different times may share memory (tile.Buffer.Live):
 	// the map shows each shared range once, named after all its users.
 	merged := data[:0]
 	for _, s := range data {
@@ -249,7 +249,7 @@ func memoryMap(pkg *ipuexe.Package, pl *low.Plan, l int, a emit.Addresses) []ipu
 	}
 	data = merged
 	// Free ranges of the data regions.
-	for _, r := range [][2]uint32{{place.DataBase, place.Region0End}, {ipu21.Region1Base, place.Region1End}} {
+	for _, r := range [][2]uint32{{tile.DataBase, tile.Region0End}, {ipu21.Region1Base, tile.Region1End}} {
 		at := r[0]
 		for _, s := range data {
 			if s.Address+s.Size <= r[0] || s.Address >= r[1] {

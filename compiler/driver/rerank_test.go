@@ -23,6 +23,7 @@ func compileLogged(t *testing.T, cfg Config) (*Result, []map[string]any) {
 	var buf bytes.Buffer
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 	cfg.CompilerVersion = "test"
+	cfg.Verify = true
 	res, err := Compile(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("compile %+v: %v", cfg.Recipe, err)
@@ -176,13 +177,13 @@ func TestFinalistBoundsHold(t *testing.T) {
 		gemmRecipe(100, 200, 300, 64),
 	} {
 		t.Run(r.Workload+"-"+itoa(r.Tiles), func(t *testing.T) {
-			_, plans, err := candidatePlans(r, low.DefaultFinalists, nil)
+			_, plans, err := candidatePlans(r, low.DefaultFinalists, nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			best, bestRank := 0, 0
 			for i, pl := range plans {
-				addrs, err := emit.PlaceAll(pl)
+				addrs, err := emit.PlaceAll(&pl.Program)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -218,7 +219,7 @@ func TestFinalistBoundsHold(t *testing.T) {
 func BenchmarkConstructLow(b *testing.B) {
 	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: 1472}
 	for i := 0; i < b.N; i++ {
-		if _, _, err := candidatePlans(r, low.DefaultFinalists, nil); err != nil {
+		if _, _, err := candidatePlans(r, low.DefaultFinalists, nil, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -257,7 +258,7 @@ func FuzzRecordedPlan(f *testing.F) {
 		}
 		rec := mlpRecipeFull(20, 32, 48, 2, 4, false)
 		rec.Plan = ch
-		_, plans, err := candidatePlans(rec, 1, nil)
+		_, plans, err := candidatePlans(rec, 1, nil, true)
 		if err == nil && (len(plans) != 1 || !plans[0].Choice().Equal(*ch)) {
 			t.Fatalf("recorded %v, got %d plans", ch, len(plans))
 		}

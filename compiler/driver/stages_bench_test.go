@@ -15,7 +15,7 @@ import (
 func siglipFinalists(b *testing.B, tiles int) []*low.Plan {
 	b.Helper()
 	r := Recipe{Workload: "siglip-mlp-f16", Flags: graph.DefaultFlags(), Tiles: tiles}
-	_, plans, err := candidatePlans(r, low.DefaultFinalists, nil)
+	_, plans, err := candidatePlans(r, low.DefaultFinalists, nil, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func BenchmarkPlaceStorage(b *testing.B) {
 		fins := make([]*finalist, len(plans))
 		parallelDo(len(plans), func(i int) {
 			fins[i] = &finalist{rank: i + 1, plan: plans[i]}
-			fins[i].addrs, fins[i].err = emit.PlaceAll(plans[i])
+			fins[i].addrs, fins[i].err = emit.PlaceAll(&plans[i].Program)
 		})
 		for _, f := range fins {
 			if f.err != nil {
@@ -53,7 +53,7 @@ func BenchmarkLowerExchanges(b *testing.B) {
 			addrs := make([][]emit.Addresses, len(plans))
 			for i, pl := range plans {
 				var err error
-				if addrs[i], err = emit.PlaceAll(pl); err != nil {
+				if addrs[i], err = emit.PlaceAll(&pl.Program); err != nil {
 					b.Fatal(err)
 				}
 			}

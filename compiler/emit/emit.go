@@ -1,5 +1,5 @@
 // Package emit generates each tile's supervisor program from its work list
-// (compiler/low) and buffer addresses (compiler/place), assembles and links
+// (compiler/tile) and buffer addresses (compiler/place), assembles and links
 // it with the kernel specialisations it calls, schedules the exchange
 // phases (compiler/exchange) and writes the application package.
 //
@@ -18,8 +18,8 @@
 // Rows live at [0x54000, 0x58000), 8-byte aligned, in a memory element
 // that holds neither code nor data.
 //
-// A loop (low.OpLoop, an MLP's blocks or row chunks) keeps its iteration
-// index in a word of the runtime header (place.LoopState + 4*level),
+// A loop (tile.OpLoop, an MLP's blocks or row chunks) keeps its iteration
+// index in a word of the runtime header (tile.LoopState + 4*level),
 // because the kernels clobber the registers; a strided argument adds
 // index * step to its base address before the call.
 //
@@ -38,23 +38,24 @@ import (
 
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/compiler/exchange"
-	"github.com/ipustack/ipustack/compiler/low"
 	"github.com/ipustack/ipustack/compiler/place"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // Addresses are one tile's buffer addresses.
 type Addresses map[string]uint32
 
 // windowBuf names the host write window in a Ref.
-const windowBuf = "\x00window"
+const windowBuf = tile.ReservedPrefix + "window"
 
-func (a Addresses) ref(r low.Ref) (uint32, error) {
+func (a Addresses) ref(r tile.Ref) (uint32, error) {
 	if r.Buf == windowBuf {
-		return ipu21.HostApertureBase + uint32(r.Off), nil
+		return tile.HostWindowBase + uint32(r.Off), nil
 	}
 	base, ok := a[r.Buf]
 	if !ok {
@@ -65,12 +66,12 @@ func (a Addresses) ref(r low.Ref) (uint32, error) {
 
 // PlaceAll places every tile's buffers (identical buffer lists share one
 // placement).
-func PlaceAll(pl *low.Plan) ([]Addresses, error) {
+func PlaceAll(pl *tile.Program) ([]Addresses, error) {
 	out := make([]Addresses, len(pl.Programs))
 	memo := map[string]Addresses{}
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
-		bufs := append(append([]low.Buffer(nil), t.Buffers...), sampleBuffer(pl, t))
+		bufs := append(append([]tile.Buffer(nil), t.Buffers...), sampleBuffer(pl, t))
 		key := buffersKey(bufs)
 		if a, ok := memo[key]; ok {
 			out[l] = a
@@ -90,7 +91,7 @@ func PlaceAll(pl *low.Plan) ([]Addresses, error) {
 // length-prefixed so that distinct lists give distinct keys: PlaceAll
 // memoises placements by it (tiles of one grid position share a work
 // list). It was fmt.Sprint(bufs), most of place_storage's time.
-func buffersKey(bufs []low.Buffer) string {
+func buffersKey(bufs []tile.Buffer) string {
 	b := make([]byte, 0, 64*len(bufs))
 	u := func(v int) { b = binary.AppendVarint(b, int64(v)) }
 	str := func(s string) { u(len(s)); b = append(b, s...) }
@@ -112,14 +113,14 @@ func buffersKey(bufs []low.Buffer) string {
 }
 
 // Exchanges schedules every exchange phase.
-func Exchanges(pl *low.Plan, addrs []Addresses, log *slog.Logger) ([]*exchange.Schedule, error) {
+func Exchanges(pl *tile.Program, addrs []Addresses, log *slog.Logger) ([]*exchange.Schedule, error) {
 	return ExchangesWith(pl, addrs, exchange.Options{Logger: log})
 }
 
 // ExchangesWith is Exchanges with scheduler options (Paired is always
 // PairedAuto): the build's finalist rerank costs its finalists with
 // NoSplit, the first round only.
-func ExchangesWith(pl *low.Plan, addrs []Addresses, opts exchange.Options) ([]*exchange.Schedule, error) {
+func ExchangesWith(pl *tile.Program, addrs []Addresses, opts exchange.Options) ([]*exchange.Schedule, error) {
 	phases, err := Phases(pl, addrs)
 	if err != nil {
 		return nil, err
@@ -142,9 +143,9 @@ func ExchangesWith(pl *low.Plan, addrs []Addresses, opts exchange.Options) ([]*e
 
 // Phases turns the plan's exchange phases into the scheduler's: physical
 // tiles and placed addresses.
-func Phases(pl *low.Plan, addrs []Addresses) ([]exchange.Phase, error) {
-	if len(pl.Exchanges) > place.MaxRowPhases {
-		return nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), place.MaxRowPhases)
+func Phases(pl *tile.Program, addrs []Addresses) ([]exchange.Phase, error) {
+	if len(pl.Exchanges) > tile.MaxRowPhases {
+		return nil, fmt.Errorf("emit: %d exchange phases, the row table holds %d", len(pl.Exchanges), tile.MaxRowPhases)
 	}
 	var out []exchange.Phase
 	for _, ph := range pl.Exchanges {
@@ -170,19 +171,19 @@ func Phases(pl *low.Plan, addrs []Addresses) ([]exchange.Phase, error) {
 }
 
 // Specs lists the kernel specialisations the plan calls, sorted.
-func Specs(pl *low.Plan) []Spec {
+func Specs(pl *tile.Program) []Spec {
 	seen := map[string]Spec{}
-	var visit func(ops []low.Op)
-	visit = func(ops []low.Op) {
+	var visit func(ops []tile.Op)
+	visit = func(ops []tile.Op) {
 		for _, op := range ops {
 			switch op.Kind {
-			case low.OpKernel:
+			case tile.OpKernel:
 				s := Spec{op.Kernel, op.Params}
 				seen[s.Key()] = s
-			case low.OpHostCopy:
+			case tile.OpHostCopy:
 				s := specFrom(kernels.Copy{N: op.Bytes})
 				seen[s.Key()] = s
-			case low.OpLoop:
+			case tile.OpLoop:
 				visit(op.Body)
 			}
 		}
@@ -205,7 +206,7 @@ func Specs(pl *low.Plan) []Spec {
 }
 
 // CompileKernels builds every specialisation (through cache) in parallel.
-func CompileKernels(specs []Spec, cache kernels.Cache) (map[string]*Compiled, error) {
+func CompileKernels(specs []Spec, cache assemble.Cache) (map[string]*Compiled, error) {
 	res := make([]*Compiled, len(specs))
 	errs := make([]error, len(specs))
 	parallel(len(specs), func(i int) { res[i], errs[i] = compileKernel(specs[i], cache) })
@@ -246,7 +247,7 @@ type Program struct {
 
 // Programs generates every tile's supervisor program; identical texts are
 // shared: tileProgram[l] indexes programs.
-func Programs(pl *low.Plan, addrs []Addresses, ks map[string]*Compiled) (programs []Program, tileProgram []int, err error) {
+func Programs(pl *tile.Program, addrs []Addresses, ks map[string]*Compiled) (programs []Program, tileProgram []int, err error) {
 	index := map[string]int{}
 	tileProgram = make([]int, len(pl.Programs))
 	for l := range pl.Programs {
@@ -265,7 +266,7 @@ func Programs(pl *low.Plan, addrs []Addresses, ks map[string]*Compiled) (program
 	return programs, tileProgram, nil
 }
 
-func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool) (Program, error) {
+func program(t *tile.TileProgram, a Addresses, ks map[string]*Compiled, ring bool) (Program, error) {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, "\t"+format+"\n", args...) }
 	// Samples (see samples.go): timed is set in the timed part of "run";
@@ -283,7 +284,7 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 	}
 	used := map[string]bool{}
 	label := 0
-	kernelCall := func(s Spec, args []low.Arg, depth int) error {
+	kernelCall := func(s Spec, args []tile.Arg, depth int) error {
 		c, ok := ks[s.Key()]
 		if !ok {
 			return fmt.Errorf("kernel %s not compiled", s.Key())
@@ -304,10 +305,10 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 				if d > depth {
 					return fmt.Errorf("%s steps with loop level %d outside it", arg.Reg, d)
 				}
-				if st < 0 || st >= 1<<20 {
+				if st < 0 || st >= tile.LoopLimit {
 					return fmt.Errorf("loop step %d of %s out of range", st, arg.Reg)
 				}
-				w("setzi $m1, %#x", place.LoopState+4*d)
+				w("setzi $m1, %#x", tile.LoopState+4*d)
 				w("ld32 $m0, $m1, $mzero, 0")
 				w("setzi $m1, %#x", st)
 				w("mul $m0, $m0, $m1")
@@ -319,37 +320,37 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 	}
 	b.WriteString("// ipustack tile runtime (generated)\n\t.section .text, \"ax\"\n\t.supervisor\n\t.globl _start\n_start:\nloop:\n")
 	w("sync 7")
-	w("setzi $m0, %#x", ipu21.HostApertureBase)
+	w("setzi $m0, %#x", tile.HostWindowBase)
 	w("ld32 $m1, $m0, $mzero, 0")
 	w("brz $m1, call_initialize")
 	w("bri call_run")
 	// depth is the innermost enclosing loop level (-1: none); a loop must
 	// be deeper than its enclosing one, and a ref may only step with the
 	// loops that enclose it.
-	var emitOps func(ops []low.Op, depth int) error
-	emitOps = func(ops []low.Op, depth int) error {
+	var emitOps func(ops []tile.Op, depth int) error
+	emitOps = func(ops []tile.Op, depth int) error {
 		for _, op := range ops {
 			// Steps of the timed part end with a sample: top-level ones,
 			// and those in loops when the area holds every iteration's
 			// (then a loop itself is not a step).
-			sampled := timed && (depth < 0 || ring) && op.Kind != low.OpSample &&
-				!(op.Kind == low.OpLoop && ring)
+			sampled := timed && (depth < 0 || ring) && op.Kind != tile.OpSample &&
+				!(op.Kind == tile.OpLoop && ring)
 			switch op.Kind {
-			case low.OpHostSync:
+			case tile.OpHostSync:
 				w("sync 7")
-			case low.OpHostCopy:
+			case tile.OpHostCopy:
 				if err := kernelCall(specFrom(kernels.Copy{N: op.Bytes}),
-					[]low.Arg{{Reg: "$m2", Ref: op.Dst}, {Reg: "$m3", Ref: low.Ref{Buf: windowBuf}}}, depth); err != nil {
+					[]tile.Arg{{Reg: "$m2", Ref: op.Dst}, {Reg: "$m3", Ref: tile.Ref{Buf: windowBuf}}}, depth); err != nil {
 					return err
 				}
-			case low.OpKernel:
+			case tile.OpKernel:
 				if err := kernelCall(Spec{op.Kernel, op.Params}, op.Args, depth); err != nil {
 					return err
 				}
-			case low.OpExchange:
+			case tile.OpExchange:
 				label++
 				w("sync 2")
-				w("setzi $m0, %#x", place.RowTable)
+				w("setzi $m0, %#x", tile.RowTable)
 				w("ld32 $m1, $m0, $mzero, %d", op.Phase)
 				w("setzi $m10, .Lx%d", label)
 				w("sync 3")
@@ -366,19 +367,19 @@ func program(t *low.TileProgram, a Addresses, ks map[string]*Compiled, ring bool
 				}
 				w("br $m1")
 				fmt.Fprintf(&b, ".Lx%d:\n", label)
-			case low.OpSample:
+			case tile.OpSample:
 				w("sync 2")
 				w("get $m1, $SCOUNT_L")
 				w("setzi $m0, %#x", ipu21.RuntimeStateBase)
 				w("st32 $m1, $m0, $mzero, %d", 1+op.Sample)
 				timed = op.Sample == 0 && depth < 0 && hasSamples && &ops[0] == &t.Calls[1][0]
-			case low.OpLoop:
-				if op.Depth <= depth || op.Depth >= low.MaxLoopDepth || op.Count < 1 || op.Count >= 1<<20 {
+			case tile.OpLoop:
+				if op.Depth <= depth || op.Depth >= tile.MaxLoopDepth || op.Count < 1 || op.Count >= tile.LoopLimit {
 					return fmt.Errorf("loop of %d iterations at level %d inside level %d", op.Count, op.Depth, depth)
 				}
 				label++
 				top := label
-				state := place.LoopState + 4*op.Depth
+				state := tile.LoopState + 4*op.Depth
 				w("setzi $m1, %#x", state)
 				w("st32 $mzero, $m1, $mzero, 0")
 				fmt.Fprintf(&b, ".Ll%d:\n", top)
@@ -435,7 +436,7 @@ func Link(programs []Program, ks map[string]*Compiled) ([]*elf.Image, error) {
 		for _, k := range p.Kernels {
 			objs = append(objs, ks[k].Object)
 		}
-		img, err := elf.Link(objs, elf.LinkOptions{Entry: "_start", Limit: place.CodeLimit})
+		img, err := elf.Link(objs, elf.LinkOptions{Entry: "_start", Limit: tile.CodeLimit})
 		if err != nil {
 			errs[i] = fmt.Errorf("linking program %d: %w", i, err)
 			return
@@ -456,7 +457,7 @@ func CodeBytes(imgs []*elf.Image) int {
 	for _, img := range imgs {
 		n := 0
 		for _, s := range img.Segments {
-			n = max(n, int(s.Addr+s.MemSize-place.CodeBase))
+			n = max(n, int(s.Addr+s.MemSize-tile.CodeBase))
 		}
 		m = max(m, n)
 	}
@@ -474,7 +475,7 @@ var brM10 = sync.OnceValue(func() []byte {
 })
 
 // Package assembles the application package.
-func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs []*elf.Image, tileProgram []int, version string) (*ipuexe.Package, error) {
+func Package(pl *tile.Program, addrs []Addresses, scheds []*exchange.Schedule, imgs []*elf.Image, tileProgram []int, version string) (*ipuexe.Package, error) {
 	pkg := &ipuexe.Package{CompilerVersion: version, Target: "ipu21",
 		MemoryBase: ipu21.SRAMBase, MemorySize: ipu21.SRAMEnd - ipu21.SRAMBase}
 	// Code segments are shared between tiles of one program.
@@ -503,9 +504,9 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 		}
 		table := make([]byte, 4*len(scheds))
 		for p, s := range scheds {
-			addr := uint32(place.RowBase)
+			addr := uint32(tile.RowBase)
 			if pr := s.Program(t.Physical); pr != nil {
-				addr = place.RowBase + uint32(len(rows))
+				addr = tile.RowBase + uint32(len(rows))
 				for _, wd := range pr.Words {
 					rows = le.AppendUint32(rows, wd)
 				}
@@ -516,13 +517,13 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 			}
 			le.PutUint32(table[4*p:], addr)
 		}
-		if place.RowBase+len(rows) > place.RowLimit {
-			return nil, fmt.Errorf("emit: tile %d's exchange rows take %d bytes, more than [%#x,%#x)", l, len(rows), place.RowBase, place.RowLimit)
+		if tile.RowBase+len(rows) > tile.RowLimit {
+			return nil, fmt.Errorf("emit: tile %d's exchange rows take %d bytes, more than [%#x,%#x)", l, len(rows), tile.RowBase, tile.RowLimit)
 		}
 		segs := append([]ipuexe.Segment(nil), codeSegs[tileProgram[l]]...)
-		segs = append(segs, ipuexe.Segment{Address: place.RowBase, MemSize: uint32(len(rows)), Data: rows, Flags: ipuexe.FlagRead | ipuexe.FlagExec})
+		segs = append(segs, ipuexe.Segment{Address: tile.RowBase, MemSize: uint32(len(rows)), Data: rows, Flags: ipuexe.FlagRead | ipuexe.FlagExec})
 		if len(table) > 0 {
-			segs = append(segs, ipuexe.Segment{Address: place.RowTable, MemSize: uint32(len(table)), Data: table, Flags: ipuexe.FlagRead | ipuexe.FlagWrite})
+			segs = append(segs, ipuexe.Segment{Address: tile.RowTable, MemSize: uint32(len(table)), Data: table, Flags: ipuexe.FlagRead | ipuexe.FlagWrite})
 		}
 		pkg.Tiles = append(pkg.Tiles, ipuexe.Tile{Physical: uint32(t.Physical), Entry: img.Entry, Segments: segs})
 		if t.Active() {
@@ -556,7 +557,7 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 		smp[len(smp)-1].Step = end
 	}
 
-	binding := func(hb low.HostBinding) (ipuexe.Binding, error) {
+	binding := func(hb tile.HostBinding) (ipuexe.Binding, error) {
 		b := ipuexe.Binding{Name: hb.Name, DType: ipuexe.F16, Shape: []uint32{uint32(hb.Bytes / 2)}}
 		for _, s := range hb.Slices {
 			a, err := addrs[s.Tile].ref(s.Ref)
@@ -569,7 +570,7 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 		return b, nil
 	}
 	for _, list := range []struct {
-		from []low.HostBinding
+		from []tile.HostBinding
 		to   *[]ipuexe.Binding
 	}{{pl.Inputs, &pkg.Inputs}, {pl.Weights, &pkg.Weights}, {pl.Outputs, &pkg.Outputs}} {
 		for _, hb := range list.from {
@@ -581,8 +582,8 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 		}
 	}
 	pkg.Host = ipuexe.HostExchange{
-		Pages:    []ipuexe.HostPage{{Index: 0, Size: 4096}, {Index: 1, Size: uint32(pl.Tiles) * low.SlotSize}},
-		SlotSize: low.SlotSize,
+		Pages:    []ipuexe.HostPage{{Index: 0, Size: 4096}, {Index: 1, Size: uint32(pl.Tiles) * tile.SlotSize}},
+		SlotSize: tile.SlotSize,
 	}
 	for _, c := range pl.Calls {
 		hc := ipuexe.HostCall{Name: c.Name, Command: c.Command}
@@ -591,7 +592,7 @@ func Package(pl *low.Plan, addrs []Addresses, scheds []*exchange.Schedule, imgs 
 			for _, tr := range ph {
 				hp.Transfers = append(hp.Transfers, ipuexe.HostTransfer{Kind: tr.Kind, Binding: uint32(tr.Binding),
 					Slice: uint32(tr.Slice), SliceOffset: uint32(tr.SliceOffset), Length: uint32(tr.Length),
-					Page: 1, PageOffset: uint32(tr.Tile) * low.SlotSize})
+					Page: 1, PageOffset: uint32(tr.Tile) * tile.SlotSize})
 			}
 			hc.Phases = append(hc.Phases, hp)
 		}

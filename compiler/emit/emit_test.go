@@ -5,15 +5,16 @@ import (
 
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // Two specialisations of one kernel link into one image.
 func TestTwoSpecialisationsLink(t *testing.T) {
-	a, err := compileKernel(Spec{"gemm_f16", kernels.Params{"k": 32, "c": 16, "r": 12}}, kernels.Cache{})
+	a, err := compileKernel(Spec{"gemm_f16", kernels.Params{"k": 32, "c": 16, "r": 12}}, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := compileKernel(Spec{"gemm_f16", kernels.Params{"k": 16, "c": 32, "r": 12}}, kernels.Cache{})
+	b, err := compileKernel(Spec{"gemm_f16", kernels.Params{"k": 16, "c": 32, "r": 12}}, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // Spec is one kernel specialisation.
@@ -53,12 +54,12 @@ type Compiled struct {
 
 // compileKernel builds s through the cache and renames every global the
 // object defines (suffix "__params"), consistently in its relocations.
-func compileKernel(s Spec, cache kernels.Cache) (*Compiled, error) {
+func compileKernel(s Spec, cache assemble.Cache) (*Compiled, error) {
 	k, err := kernels.Lookup(s.Kernel)
 	if err != nil {
 		return nil, err
 	}
-	b, err := k.Build(s.Params, cache)
+	b, err := assemble.Build(k, s.Params, cache)
 	if err != nil {
 		return nil, err
 	}

@@ -4,15 +4,15 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/kernels"
 )
 
 // TestBuffersKey: PlaceAll memoises placements by buffersKey, so two
 // buffer lists share a key only when they are equal.
 func TestBuffersKey(t *testing.T) {
-	base := []low.Buffer{{Name: "a", Bytes: 64, Align: 8, Apart: []string{"b"}, Live: [2]int{1, 3}}, {Name: "b", Bytes: 32}}
-	lists := [][]low.Buffer{nil, base[:1], base,
+	base := []tile.Buffer{{Name: "a", Bytes: 64, Align: 8, Apart: []string{"b"}, Live: [2]int{1, 3}}, {Name: "b", Bytes: 32}}
+	lists := [][]tile.Buffer{nil, base[:1], base,
 		{{Name: "a", Bytes: 64, Align: 8, Apart: []string{"b"}, Live: [2]int{1, 3}}, {Name: "b", Bytes: 32}}, // equal to base
 		{{Name: "a", Bytes: 64, Align: 8, Apart: []string{"b"}, Live: [2]int{1, 4}}, {Name: "b", Bytes: 32}},
 		{{Name: "a", Bytes: 64, Align: 16, Apart: []string{"b"}, Live: [2]int{1, 3}}, {Name: "b", Bytes: 32}},

@@ -3,13 +3,13 @@ package emit
 import (
 	"fmt"
 
-	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/kernels"
 )
 
 // Step sampling (docs/PROFILE.md). Every tile's "run" call stores its
 // cycle counter ($SCOUNT_L) at the end of every step of its timed part
-// (between low.OpSample 0 and 1): after each kernel call, after each
+// (between tile.OpSample 0 and 1): after each kernel call, after each
 // exchange phase's `sync 3` (the end of its sync step) and after its row
 // returns (the end of its exchange step). The samples go to the tile's
 // sample area, a buffer (SampleBuf) that compiler/place places with the
@@ -24,7 +24,7 @@ import (
 // not (initialize, loops sampled as one step), is followed by the same
 // six instructions, so the exchange rows stay aligned.
 //
-// Loops (low.OpLoop: an MLP's blocks or row chunks when there are
+// Loops (tile.OpLoop: an MLP's blocks or row chunks when there are
 // several) are sampled per iteration, the area sized by the loop counts,
 // when that takes at most MaxSampleWords words; otherwise each top-level
 // loop is sampled as one step (its body's samples are scratch), which
@@ -34,27 +34,27 @@ import (
 const MaxSampleWords = 1024
 
 // SampleBuf names the per-tile sample area in Addresses.
-const SampleBuf = "\x00samples"
+const SampleBuf = tile.ReservedPrefix + "samples"
 
 // TimedStep is one sampled step of a tile's "run" call.
 type TimedStep struct {
-	Name   string // "gemm_f16", "sync gather rows", "exchange gather rows", "loop 4x", "run.end"
+	Name   string // a kernel name (kernels.GemmF16 ...), "sync gather rows", "exchange gather rows", "loop 4x", "run.end"
 	Kind   string // "compute", "exchange", "sync" or "host"
 	Kernel string // kernel of a compute step
 	Phase  int    // exchange phase of a sync or exchange step; -1 otherwise
-	Op     *low.Op
+	Op     *tile.Op
 }
 
 // TimedSteps lists the sampled steps of a tile's "run" call in execution
 // order (loops expanded when sampled per iteration: ringSamples). The
 // last is run.end (sampled at ipu21.ProfileEndCycle); the others are the
 // sample area's words 1.. in order.
-func TimedSteps(pl *low.Plan, t *low.TileProgram) []TimedStep {
+func TimedSteps(pl *tile.Program, t *tile.TileProgram) []TimedStep {
 	return timedSteps(pl, t, ringSamples(pl, t))
 }
 
 // ringSamples reports whether the tile's loops are sampled per iteration.
-func ringSamples(pl *low.Plan, t *low.TileProgram) bool {
+func ringSamples(pl *tile.Program, t *tile.TileProgram) bool {
 	return countSteps(t, true)+1 <= MaxSampleWords
 }
 
@@ -62,17 +62,17 @@ func ringSamples(pl *low.Plan, t *low.TileProgram) bool {
 // (their names are formatted strings): placement sizes every tile's sample
 // area, some 10^5 times a build, and only needs the count. It follows
 // timedSteps case by case (TestCountSteps compares them).
-func countSteps(t *low.TileProgram, ring bool) int {
-	var count func(ops []low.Op) int
-	count = func(ops []low.Op) int {
+func countSteps(t *tile.TileProgram, ring bool) int {
+	var count func(ops []tile.Op) int
+	count = func(ops []tile.Op) int {
 		n := 0
 		for i := range ops {
 			switch op := &ops[i]; op.Kind {
-			case low.OpKernel, low.OpHostCopy, low.OpHostSync:
+			case tile.OpKernel, tile.OpHostCopy, tile.OpHostSync:
 				n++
-			case low.OpExchange:
+			case tile.OpExchange:
 				n += 2 // its sync step and its exchange step
-			case low.OpLoop:
+			case tile.OpLoop:
 				if !ring {
 					n++
 					continue
@@ -95,13 +95,13 @@ func countSteps(t *low.TileProgram, ring bool) int {
 
 // timedSpan is the run call's timed ops: those after its run.start
 // sample (Sample 0) up to the next sample, which is end (nil: none).
-func timedSpan(run []low.Op) (body []low.Op, end *low.Op, ok bool) {
+func timedSpan(run []tile.Op) (body []tile.Op, end *tile.Op, ok bool) {
 	for i := range run {
-		if run[i].Kind != low.OpSample || run[i].Sample != 0 {
+		if run[i].Kind != tile.OpSample || run[i].Sample != 0 {
 			continue
 		}
 		j := i + 1
-		for j < len(run) && run[j].Kind != low.OpSample {
+		for j < len(run) && run[j].Kind != tile.OpSample {
 			j++
 		}
 		if j < len(run) {
@@ -112,20 +112,20 @@ func timedSpan(run []low.Op) (body []low.Op, end *low.Op, ok bool) {
 	return nil, nil, false
 }
 
-func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
+func timedSteps(pl *tile.Program, t *tile.TileProgram, ring bool) []TimedStep {
 	var out []TimedStep
-	var visit func(ops []low.Op)
-	visit = func(ops []low.Op) {
+	var visit func(ops []tile.Op)
+	visit = func(ops []tile.Op) {
 		for i := range ops {
 			op := &ops[i]
 			switch op.Kind {
-			case low.OpKernel:
+			case tile.OpKernel:
 				out = append(out, TimedStep{Name: op.Kernel, Kind: "compute", Kernel: op.Kernel, Phase: -1, Op: op})
-			case low.OpHostCopy:
+			case tile.OpHostCopy:
 				out = append(out, TimedStep{Name: "host copy", Kind: "host", Kernel: kernels.CopyF16, Phase: -1, Op: op})
-			case low.OpHostSync:
+			case tile.OpHostSync:
 				out = append(out, TimedStep{Name: "host sync", Kind: "host", Phase: -1, Op: op})
-			case low.OpExchange:
+			case tile.OpExchange:
 				name := fmt.Sprint(op.Phase)
 				if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
 					name = pl.Exchanges[op.Phase].Name
@@ -133,7 +133,7 @@ func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
 				out = append(out,
 					TimedStep{Name: "sync " + name, Kind: "sync", Phase: op.Phase, Op: op},
 					TimedStep{Name: "exchange " + name, Kind: "exchange", Phase: op.Phase, Op: op})
-			case low.OpLoop:
+			case tile.OpLoop:
 				if !ring {
 					out = append(out, TimedStep{Name: fmt.Sprintf("loop %dx", op.Count), Kind: "compute", Phase: -1, Op: op})
 					continue
@@ -155,11 +155,11 @@ func timedSteps(pl *low.Plan, t *low.TileProgram, ring bool) []TimedStep {
 
 // SampleWords is the size in words of a tile's sample area: the cursor,
 // one per step but run.end, and the scratch word.
-func SampleWords(pl *low.Plan, t *low.TileProgram) int {
+func SampleWords(pl *tile.Program, t *tile.TileProgram) int {
 	return countSteps(t, ringSamples(pl, t)) + 1
 }
 
 // sampleBuffer is the tile's sample area as a buffer to place.
-func sampleBuffer(pl *low.Plan, t *low.TileProgram) low.Buffer {
-	return low.Buffer{Name: SampleBuf, Bytes: 4 * SampleWords(pl, t), Align: 8}
+func sampleBuffer(pl *tile.Program, t *tile.TileProgram) tile.Buffer {
+	return tile.Buffer{Name: SampleBuf, Bytes: 4 * SampleWords(pl, t), Align: 8}
 }

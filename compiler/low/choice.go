@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
 )
@@ -137,12 +138,12 @@ func (pl *Plan) HostSkewCycles() int {
 		c := 0
 		for _, op := range t.Calls[1] {
 			switch op.Kind {
-			case OpHostSync:
+			case tile.OpHostSync:
 				c = 0
-			case OpHostCopy:
+			case tile.OpHostCopy:
 				c += int(cost.Call(kernels.Copy{N: op.Bytes})) // a host copy runs copy_f16
 			}
-			if op.Kind == OpSample {
+			if op.Kind == tile.OpSample {
 				break
 			}
 		}
@@ -159,27 +160,27 @@ func (pl *Plan) HostSkewCycles() int {
 // tile that runs it most. Phases run by "initialize" only count 0.
 func (pl *Plan) PhaseRuns() []int {
 	runs := make([]int, len(pl.Exchanges))
-	tile := make([]int, len(pl.Exchanges))
+	perTile := make([]int, len(pl.Exchanges))
 	for l := range pl.Programs {
-		clear(tile)
+		clear(perTile)
 		timed := false
-		var walk func(ops []Op, mult int)
-		walk = func(ops []Op, mult int) {
+		var walk func(ops []tile.Op, mult int)
+		walk = func(ops []tile.Op, mult int) {
 			for _, op := range ops {
 				switch op.Kind {
-				case OpSample:
+				case tile.OpSample:
 					timed = op.Sample == 0
-				case OpExchange:
+				case tile.OpExchange:
 					if timed {
-						tile[op.Phase] += mult
+						perTile[op.Phase] += mult
 					}
-				case OpLoop:
+				case tile.OpLoop:
 					walk(op.Body, mult*op.Count)
 				}
 			}
 		}
 		walk(pl.Programs[l].Calls[1], 1)
-		for i, n := range tile {
+		for i, n := range perTile {
 			runs[i] = max(runs[i], n)
 		}
 	}

@@ -47,6 +47,7 @@ import (
 	"strconv"
 
 	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/ipuexe"
@@ -132,7 +133,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 	if mp.Tiles > T {
 		return nil, fmt.Errorf("the mid plan uses %d tiles, %d available", mp.Tiles, T)
 	}
-	pl := &Plan{Problem: p, Tiles: T, Mid: mp, GeluPrecise: opts.GeluPrecise, Conservative: opts.Conservative}
+	pl := &Plan{Program: tile.Program{Tiles: T}, Problem: p, Mid: mp, GeluPrecise: opts.GeluPrecise, Conservative: opts.Conservative}
 	pl.initPrograms()
 	// A looped plan (mp.Period > 0) lowers one block's GEMMs (gs) and
 	// runs them N times; every block's weights and biases share the
@@ -202,22 +203,22 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				if n := k * g.WeightShare(c.i, c.j).Len() * 2; n > 0 {
 					H := bufName("H", o)
 					steps[l][H] = n
-					tp.Buffers = append(tp.Buffers, Buffer{Name: H, Bytes: N * n, Align: 32})
+					tp.Buffers = append(tp.Buffers, tile.Buffer{Name: H, Bytes: N * n, Align: 32})
 				}
 			} else {
 				steps[l][W] = k * cc * 2
 			}
 			tp.Buffers = append(tp.Buffers,
-				Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
-				Buffer{Name: W, Bytes: wBlocks * k * cc * 2, Align: 32, Region: kernels.Interleaved},
-				Buffer{Name: O, Bytes: oBytes, Align: 32, Apart: []string{L}, Live: out})
+				tile.Buffer{Name: L, Bytes: r * k * 2, Align: 32, Apart: []string{O}, Live: work},
+				tile.Buffer{Name: W, Bytes: wBlocks * k * cc * 2, Align: 32, Region: kernels.Interleaved},
+				tile.Buffer{Name: O, Bytes: oBytes, Align: 32, Apart: []string{L}, Live: out})
 			if pc := g.InputPiece(c.j, c.p); chain && o == 0 && pc.Len() > 0 {
 				xStep[l] = r * pc.Len() * 2
-				tp.Buffers = append(tp.Buffers, Buffer{Name: "X0", Bytes: Q * xStep[l], Align: 32})
+				tp.Buffers = append(tp.Buffers, tile.Buffer{Name: "X0", Bytes: Q * xStep[l], Align: 32})
 			}
 			if lc, ok := outLoc(g, o, c); ok && g.Bias != nil {
 				steps[l][bufName("B", o)] = lc.cols.Len() * 2
-				tp.Buffers = append(tp.Buffers, Buffer{Name: bufName("B", o), Bytes: N * lc.cols.Len() * 2, Align: 32})
+				tp.Buffers = append(tp.Buffers, tile.Buffer{Name: bufName("B", o), Bytes: N * lc.cols.Len() * 2, Align: 32})
 			}
 			if g.Inner.Count > 1 {
 				if s := g.Slice(c.j, c.p).Len(); s > 0 {
@@ -227,8 +228,8 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 						outStep[l], yBytes, yLive = yBytes, Q*yBytes, [2]int{}
 					}
 					tp.Buffers = append(tp.Buffers,
-						Buffer{Name: bufName("R", o), Bytes: g.Inner.Count * n * 2, Align: 32, Live: work},
-						Buffer{Name: bufName("Y", o), Bytes: yBytes, Align: 32, Live: yLive})
+						tile.Buffer{Name: bufName("R", o), Bytes: g.Inner.Count * n * 2, Align: 32, Live: work},
+						tile.Buffer{Name: bufName("Y", o), Bytes: yBytes, Align: 32, Live: yLive})
 				}
 			}
 		}
@@ -236,7 +237,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 
 	// Host bindings.
 	g0, last := gs[0], gs[len(gs)-1]
-	in := HostBinding{Name: p.Input, Kind: ipuexe.KindInput, Rows: g0.M, Cols: g0.K}
+	in := tile.HostBinding{Name: p.Input, Kind: ipuexe.KindInput, Rows: g0.M, Cols: g0.K}
 	if chain {
 		// Chunk after chunk, each cell's piece of the chunk's block.
 		rc := g0.M
@@ -249,8 +250,8 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					continue
 				}
 				rs := g0.Rows.Span(c.i)
-				in.Slices = append(in.Slices, HostSlice{Tile: l, Ref: Ref{Buf: "X0", Off: k * xStep[l]}, Offset: in.Bytes, Length: xStep[l],
-					Block: &Rect{Rows: mid.Span{Lo: k*rc + rs.Lo, Hi: k*rc + rs.Hi}, Cols: pc, Order: mid.AMPLeft}})
+				in.Slices = append(in.Slices, tile.HostSlice{Tile: l, Ref: tile.Ref{Buf: "X0", Off: k * xStep[l]}, Offset: in.Bytes, Length: xStep[l],
+					Block: &tile.Rect{Rows: mid.Span{Lo: k*rc + rs.Lo, Hi: k*rc + rs.Hi}, Cols: pc, Order: mid.AMPLeft}})
 				in.Bytes += xStep[l]
 			}
 		}
@@ -269,26 +270,26 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			rs, ks := g0.Rows.Span(i), g0.Inner.Span(q)
 			n := rs.Len() * ks.Len() * 2
 			for _, t := range g0.InputHolders(i, q) {
-				in.Slices = append(in.Slices, HostSlice{Tile: t, Ref: Ref{Buf: "L0"}, Offset: in.Bytes, Length: n,
-					Block: &Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
+				in.Slices = append(in.Slices, tile.HostSlice{Tile: t, Ref: tile.Ref{Buf: "L0"}, Offset: in.Bytes, Length: n,
+					Block: &tile.Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
 				in.Bytes += n
 			}
 		}
 	}
-	pl.Inputs = []HostBinding{in}
+	pl.Inputs = []tile.HostBinding{in}
 	for b := 0; b < N; b++ {
 		for o, g := range gs {
 			bg := mp.Gemms[b*len(gs)+o] // block b's GEMM o: its own weight and bias nodes
 			W, B := bufName("W", o), bufName("B", o)
-			w := HostBinding{Name: bg.Right.Name, Kind: ipuexe.KindWeight, Rows: g.K, Cols: g.N}
+			w := tile.HostBinding{Name: bg.Right.Name, Kind: ipuexe.KindWeight, Rows: g.K, Cols: g.N}
 			for l := 0; l < g.ActiveTiles() && g.Weights == mid.WeightsStreamed; l++ {
 				// Each cell's share of its panel, into its home H<o>.
 				c, _ := cellOf(g, l)
 				ks, sh := g.Inner.Span(c.p), g.WeightShare(c.i, c.j)
 				if n := ks.Len() * sh.Len() * 2; n > 0 {
 					H := bufName("H", o)
-					w.Slices = append(w.Slices, HostSlice{Tile: l, Ref: Ref{Buf: H, Off: b * steps[l][H]}, Offset: w.Bytes, Length: n,
-						Block: &Rect{Rows: ks, Cols: sh, Order: mid.AMPRight}})
+					w.Slices = append(w.Slices, tile.HostSlice{Tile: l, Ref: tile.Ref{Buf: H, Off: b * steps[l][H]}, Offset: w.Bytes, Length: n,
+						Block: &tile.Rect{Rows: ks, Cols: sh, Order: mid.AMPRight}})
 					w.Bytes += n
 				}
 			}
@@ -297,8 +298,8 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					ks, cs := g.Inner.Span(q), g.Cols.Span(j)
 					n := ks.Len() * cs.Len() * 2
 					t := g.Tile(0, j, q)
-					w.Slices = append(w.Slices, HostSlice{Tile: t, Ref: Ref{Buf: W, Off: b * steps[t][W]}, Offset: w.Bytes, Length: n,
-						Block: &Rect{Rows: ks, Cols: cs, Order: mid.AMPRight}})
+					w.Slices = append(w.Slices, tile.HostSlice{Tile: t, Ref: tile.Ref{Buf: W, Off: b * steps[t][W]}, Offset: w.Bytes, Length: n,
+						Block: &tile.Rect{Rows: ks, Cols: cs, Order: mid.AMPRight}})
 					w.Bytes += n
 				}
 			}
@@ -308,25 +309,25 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			}
 			// The bias of each result block's columns, on the holders of
 			// grid row 0 (multicast down the columns with the weights).
-			bb := HostBinding{Name: bg.Bias.Name, Kind: ipuexe.KindWeight, Rows: 1, Cols: g.N}
+			bb := tile.HostBinding{Name: bg.Bias.Name, Kind: ipuexe.KindWeight, Rows: 1, Cols: g.N}
 			for l := 0; l < g.ActiveTiles(); l++ {
 				c, _ := cellOf(g, l)
 				if lc, ok := outLoc(g, o, c); ok && c.i == 0 {
 					n := lc.cols.Len() * 2
-					bb.Slices = append(bb.Slices, HostSlice{Tile: l, Ref: Ref{Buf: B, Off: b * steps[l][B]}, Offset: bb.Bytes, Length: n,
-						Block: &Rect{Rows: mid.Span{Lo: 0, Hi: 1}, Cols: lc.cols, Order: mid.RowMajor}})
+					bb.Slices = append(bb.Slices, tile.HostSlice{Tile: l, Ref: tile.Ref{Buf: B, Off: b * steps[l][B]}, Offset: bb.Bytes, Length: n,
+						Block: &tile.Rect{Rows: mid.Span{Lo: 0, Hi: 1}, Cols: lc.cols, Order: mid.RowMajor}})
 					bb.Bytes += n
 				}
 			}
 			pl.Weights = append(pl.Weights, bb)
 		}
 	}
-	out := HostBinding{Name: p.Output, Kind: ipuexe.KindOutput, Rows: last.M, Cols: last.N}
+	out := tile.HostBinding{Name: p.Output, Kind: ipuexe.KindOutput, Rows: last.M, Cols: last.N}
 	if Q > 1 {
 		out.Rows, out.PadRows = last.TotalM, Q*last.M
 	}
 	out.Slices, out.Bytes = resultSlices(last, len(gs)-1, Q, slots)
-	pl.Outputs = []HostBinding{out}
+	pl.Outputs = []tile.HostBinding{out}
 
 	// The weights phase of "initialize": grid row 0 multicasts each
 	// panel (every block's, in one transfer) down its grid column.
@@ -341,9 +342,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		for j := 0; j < g.Cols.Count && g.Weights != mid.WeightsStreamed; j++ {
 			for q := 0; q < g.Inner.Count; q++ {
 				words := N * g.Inner.Span(q).Len() * g.Cols.Span(j).Len() / 2
-				t := XTransfer{Src: g.Tile(0, j, q), SrcRef: Ref{Buf: bufName("W", o)}, Words: words}
+				t := tile.XTransfer{Src: g.Tile(0, j, q), SrcRef: tile.Ref{Buf: bufName("W", o)}, Words: words}
 				for i := 1; i < g.Rows.Count; i++ {
-					t.Dsts = append(t.Dsts, XDest{Tile: g.Tile(i, j, q), Ref: Ref{Buf: bufName("W", o)}})
+					t.Dsts = append(t.Dsts, tile.XDest{Tile: g.Tile(i, j, q), Ref: tile.Ref{Buf: bufName("W", o)}})
 				}
 				pl.Exchanges[wPhase].Transfers = append(pl.Exchanges[wPhase].Transfers, t)
 			}
@@ -357,9 +358,9 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			if !ok || c.i != 0 {
 				continue
 			}
-			t := XTransfer{Src: l, SrcRef: Ref{Buf: bufName("B", o)}, Words: N * lc.cols.Len() / 2}
+			t := tile.XTransfer{Src: l, SrcRef: tile.Ref{Buf: bufName("B", o)}, Words: N * lc.cols.Len() / 2}
 			for i := 1; i < g.Rows.Count; i++ {
-				t.Dsts = append(t.Dsts, XDest{Tile: g.Tile(i, c.j, c.p), Ref: Ref{Buf: bufName("B", o)}})
+				t.Dsts = append(t.Dsts, tile.XDest{Tile: g.Tile(i, c.j, c.p), Ref: tile.Ref{Buf: bufName("B", o)}})
 			}
 			pl.Exchanges[wPhase].Transfers = append(pl.Exchanges[wPhase].Transfers, t)
 		}
@@ -372,7 +373,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			stages[mp.Stages[s].Name] = &mp.Stages[s]
 		}
 	}
-	timed := make([][]Op, T)
+	timed := make([][]tile.Op, T)
 	for o, g := range gs {
 		name := g.Node.Name
 		if o == 0 && chain {
@@ -385,8 +386,8 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					continue
 				}
 				dst := loc{"L0", g.Rows.Span(c.i), g.Inner.Span(c.p)}
-				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: xStep[l]},
-					Op{Args: []Arg{{"$m2", Ref{Buf: "L0", Off: dst.offset(dst.rows.Lo, pc.Lo)}}, {"$m3", Ref{Buf: "X0"}}},
+				timed[l] = append(timed[l], tile.KernelOp(kernels.Copy{N: xStep[l]},
+					tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: "L0", Off: dst.offset(dst.rows.Lo, pc.Lo)}}, {Reg: "$m3", Ref: tile.Ref{Buf: "X0"}}},
 						Node: g.Left.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own piece cols %v of the chunk's input", c.i, c.j, c.p, pc)}))
 			}
 		}
@@ -401,8 +402,8 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				if n == 0 {
 					continue
 				}
-				timed[l] = append(timed[l], kernelOp(kernels.Copy{N: n},
-					Op{Args: []Arg{{"$m2", Ref{Buf: bufName("W", o), Off: g.ShareOffset(c.j, c.p, sh)}}, {"$m3", Ref{Buf: bufName("H", o)}}},
+				timed[l] = append(timed[l], tile.KernelOp(kernels.Copy{N: n},
+					tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: bufName("W", o), Off: g.ShareOffset(c.j, c.p, sh)}}, {Reg: "$m3", Ref: tile.Ref{Buf: bufName("H", o)}}},
 						Node: g.Right.Name, Why: fmt.Sprintf("cell (%d,%d,%d): own share cols %v of the block's weights", c.i, c.j, c.p, sh)}))
 			}
 		}
@@ -436,10 +437,10 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					if !ok || tr.Ref.Cols != g.WeightShare(from.i, from.j) {
 						panic(fmt.Sprintf("BUG: %s weight share %v from tile %d", name, tr.Ref, tr.From))
 					}
-					ref := Ref{Buf: bufName("W", o), Off: g.ShareOffset(from.j, from.p, tr.Ref.Cols)}
-					x := XTransfer{Src: tr.From, SrcRef: ref, Words: tr.Bytes / 4}
+					ref := tile.Ref{Buf: bufName("W", o), Off: g.ShareOffset(from.j, from.p, tr.Ref.Cols)}
+					x := tile.XTransfer{Src: tr.From, SrcRef: ref, Words: tr.Bytes / 4}
 					for _, t := range tr.To {
-						x.Dsts = append(x.Dsts, XDest{Tile: t, Ref: ref})
+						x.Dsts = append(x.Dsts, tile.XDest{Tile: t, Ref: ref})
 					}
 					pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, x)
 					continue
@@ -458,17 +459,17 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					dst[d] = loc{bufName("L", o), g.Rows.Span(c.i), g.Inner.Span(c.p)}
 				}
 				for col := cs.Lo; col < cs.Hi; col += 16 {
-					x := XTransfer{Src: tr.From, SrcRef: Ref{Buf: s.buf, Off: s.offset(rs.Lo, col)}, Words: rs.Len() * 8,
-						Dsts: make([]XDest, 0, len(tr.To))}
+					x := tile.XTransfer{Src: tr.From, SrcRef: tile.Ref{Buf: s.buf, Off: s.offset(rs.Lo, col)}, Words: rs.Len() * 8,
+						Dsts: make([]tile.XDest, 0, len(tr.To))}
 					for d, t := range tr.To {
-						x.Dsts = append(x.Dsts, XDest{Tile: t, Ref: Ref{Buf: dst[d].buf, Off: dst[d].offset(rs.Lo, col)}})
+						x.Dsts = append(x.Dsts, tile.XDest{Tile: t, Ref: tile.Ref{Buf: dst[d].buf, Off: dst[d].offset(rs.Lo, col)}})
 					}
 					pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, x)
 				}
 			}
 			why := fmt.Sprintf("%s: rectangles of %s into the cells' left panels", name, g.Left.Name)
 			for l := range timed {
-				timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: g.Left.Name, Why: why})
+				timed[l] = append(timed[l], tile.Op{Kind: tile.OpExchange, Phase: ph, Node: g.Left.Name, Why: why})
 			}
 		}
 		// The GEMM, and without K-split its epilogue.
@@ -483,11 +484,11 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				timed[l] = append(timed[l], localCopies(gs[po], po, l, loc{bufName("L", o), rs, ks})...)
 			}
 			O := bufName("O", o)
-			timed[l] = append(timed[l], kernelOp(kernels.Gemm{K: ks.Len(), C: cs.Len(), R: rs.Len(), Conservative: pl.Conservative},
-				Op{Args: []Arg{{"$m2", Ref{Buf: O}}, {"$m3", Ref{Buf: bufName("L", o)}}, {"$m4", Ref{Buf: bufName("W", o)}}},
+			timed[l] = append(timed[l], tile.KernelOp(kernels.Gemm{K: ks.Len(), C: cs.Len(), R: rs.Len(), Conservative: pl.Conservative},
+				tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: O}}, {Reg: "$m3", Ref: tile.Ref{Buf: bufName("L", o)}}, {Reg: "$m4", Ref: tile.Ref{Buf: bufName("W", o)}}},
 					Node: name, Why: c.why() + ": rows " + rs.String() + " x cols " + cs.String() + ", k " + ks.String()}))
 			if g.Inner.Count == 1 {
-				timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: O}, rs.Len(), cs.Len(), precise, c)...)
+				timed[l] = append(timed[l], epilogueOps(g, o, tile.Ref{Buf: O}, rs.Len(), cs.Len(), precise, c)...)
 			}
 		}
 		if g.Inner.Count == 1 {
@@ -511,13 +512,13 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			sl, cs := tr.Ref.Cols, g.Cols.Span(from.j)
 			r := tr.Ref.Rows.Len()
 			n := r * sl.Len()
-			pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, XTransfer{
-				Src: tr.From, SrcRef: Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}, Words: n / 2,
-				Dsts: []XDest{{Tile: tr.To[0], Ref: Ref{Buf: bufName("R", o), Off: from.p * n * 2}}}})
+			pl.Exchanges[ph].Transfers = append(pl.Exchanges[ph].Transfers, tile.XTransfer{
+				Src: tr.From, SrcRef: tile.Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}, Words: n / 2,
+				Dsts: []tile.XDest{{Tile: tr.To[0], Ref: tile.Ref{Buf: bufName("R", o), Off: from.p * n * 2}}}})
 		}
 		why := fmt.Sprintf("%s: reduce-scatter of the %d K-split partial sums", name, g.Inner.Count)
 		for l := range timed {
-			timed[l] = append(timed[l], Op{Kind: OpExchange, Phase: ph, Node: name, Why: why})
+			timed[l] = append(timed[l], tile.Op{Kind: tile.OpExchange, Phase: ph, Node: name, Why: why})
 		}
 		for l := 0; l < g.ActiveTiles(); l++ {
 			c, _ := cellOf(g, l)
@@ -529,13 +530,13 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			n := r * sl.Len()
 			R, Y := bufName("R", o), bufName("Y", o)
 			timed[l] = append(timed[l],
-				kernelOp(kernels.Copy{N: 2 * n},
-					Op{Args: []Arg{{"$m2", Ref{Buf: R, Off: c.p * n * 2}}, {"$m3", Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
+				tile.KernelOp(kernels.Copy{N: 2 * n},
+					tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: R, Off: c.p * n * 2}}, {Reg: "$m3", Ref: tile.Ref{Buf: bufName("O", o), Off: (sl.Lo - cs.Lo) / 16 * r * 32}}},
 						Node: name, Why: c.why() + ": own partial of slice " + sl.String() + " beside the received ones"}),
-				kernelOp(kernels.ReduceAdd{N: n, Parts: g.Inner.Count},
-					Op{Args: []Arg{{"$m2", Ref{Buf: Y}}, {"$m3", Ref{Buf: R}}},
+				tile.KernelOp(kernels.ReduceAdd{N: n, Parts: g.Inner.Count},
+					tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: Y}}, {Reg: "$m3", Ref: tile.Ref{Buf: R}}},
 						Node: name, Why: c.why() + ": sum of " + strconv.Itoa(g.Inner.Count) + " partials of rows " + g.Rows.Span(c.i).String() + " x cols " + sl.String()}))
-			timed[l] = append(timed[l], epilogueOps(g, o, Ref{Buf: Y}, r, sl.Len(), precise, c)...)
+			timed[l] = append(timed[l], epilogueOps(g, o, tile.Ref{Buf: Y}, r, sl.Len(), precise, c)...)
 		}
 	}
 	if chain {
@@ -545,7 +546,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		}
 		for l := range timed {
 			chunk0 := timed[l]
-			timed[l] = loopOps(Q, 0, func(k int) []Op {
+			timed[l] = loopOps(Q, 0, func(k int) []tile.Op {
 				return chunkOps(chunk0, k, map[string]int{"X0": xStep[l], outBuf: outStep[l]})
 			})
 		}
@@ -557,7 +558,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		}
 		for l := range timed {
 			block0 := timed[l]
-			timed[l] = loopOps(N, depth, func(b int) []Op { return chunkOps(block0, b, steps[l]) })
+			timed[l] = loopOps(N, depth, func(b int) []tile.Op { return chunkOps(block0, b, steps[l]) })
 		}
 	}
 	if slots {
@@ -571,25 +572,25 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				lc, ok = outLoc(last, lastO, c)
 			}
 			if !ok {
-				timed[l] = loopOps(Q, 0, func(int) []Op { return blocks })
+				timed[l] = loopOps(Q, 0, func(int) []tile.Op { return blocks })
 				continue
 			}
 			n := lc.rows.Len() * lc.cols.Len() * 2
-			pl.Programs[l].Buffers = append(pl.Programs[l].Buffers, Buffer{Name: "X", Bytes: Q * n, Align: 32})
-			timed[l] = loopOps(Q, 0, func(k int) []Op {
-				ops := []Op{kernelOp(kernels.Copy{N: n},
-					Op{Args: []Arg{{"$m2", Ref{Buf: lc.buf}}, {"$m3", Ref{Buf: "X", Off: k * n}}},
+			pl.Programs[l].Buffers = append(pl.Programs[l].Buffers, tile.Buffer{Name: "X", Bytes: Q * n, Align: 32})
+			timed[l] = loopOps(Q, 0, func(k int) []tile.Op {
+				ops := []tile.Op{tile.KernelOp(kernels.Copy{N: n},
+					tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: lc.buf}}, {Reg: "$m3", Ref: tile.Ref{Buf: "X", Off: k * n}}},
 						Node: g0.Left.Name, Why: fmt.Sprintf("the chunk's input rows %v x cols %v from its slot", lc.rows, lc.cols)})}
 				ops = append(ops, blocks...)
-				return append(ops, kernelOp(kernels.Copy{N: n},
-					Op{Args: []Arg{{"$m2", Ref{Buf: "X", Off: k * n}}, {"$m3", Ref{Buf: lc.buf}}},
+				return append(ops, tile.KernelOp(kernels.Copy{N: n},
+					tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: "X", Off: k * n}}, {Reg: "$m3", Ref: tile.Ref{Buf: lc.buf}}},
 						Node: mp.Gemms[len(mp.Gemms)-1].Out.Name, Why: fmt.Sprintf("the chunk's result rows %v x cols %v into its slot", lc.rows, lc.cols)}))
 			})
 		}
 	}
-	pl.hostCalls(func(t *TileProgram) (init, run []Op) {
+	pl.hostCalls(func(t *tile.TileProgram) (init, run []tile.Op) {
 		if wPhase >= 0 {
-			init = append(init, Op{Kind: OpExchange, Phase: wPhase, Why: "weights down the grid columns"})
+			init = append(init, tile.Op{Kind: tile.OpExchange, Phase: wPhase, Why: "weights down the grid columns"})
 		}
 		return init, timed[t.Logical]
 	})
@@ -603,10 +604,10 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 
 // chunkOps is chunk k's copy of one chunk's ops: the refs into the
 // buffers of steps advanced by k times the buffer's step.
-func chunkOps(ops []Op, k int, steps map[string]int) []Op {
-	out := make([]Op, len(ops))
+func chunkOps(ops []tile.Op, k int, steps map[string]int) []tile.Op {
+	out := make([]tile.Op, len(ops))
 	for i, op := range ops {
-		op.Args = append([]Arg(nil), op.Args...)
+		op.Args = append([]tile.Arg(nil), op.Args...)
 		for a := range op.Args {
 			op.Args[a].Ref.Off += k * steps[op.Args[a].Ref.Buf]
 		}
@@ -617,42 +618,18 @@ func chunkOps(ops []Op, k int, steps map[string]int) []Op {
 }
 
 // walkOps visits ops and the bodies of their loops.
-func walkOps(ops []Op, visit func(*Op)) {
+func walkOps(ops []tile.Op, visit func(*tile.Op)) {
 	for i := range ops {
 		visit(&ops[i])
 		walkOps(ops[i].Body, visit)
 	}
 }
 
-// flatOps is ops with every loop unrolled (iteration k's refs advanced).
-// Ops without a loop are returned as they are, not copied: callers only
-// read the result (an unlooped plan's programs hold thousands of ops).
-func flatOps(ops []Op) []Op {
-	looped := false
-	for i := range ops {
-		looped = looped || ops[i].Kind == OpLoop
-	}
-	if !looped {
-		return ops
-	}
-	var out []Op
-	for _, op := range ops {
-		if op.Kind != OpLoop {
-			out = append(out, op)
-			continue
-		}
-		for k := 0; k < op.Count; k++ {
-			out = append(out, flatOps(advance(op.Body, op.Depth, k))...)
-		}
-	}
-	return out
-}
-
 // resultSlices are where the host reads the result of last (GEMM o) of
 // every one of Q chunks, chunk after chunk, each holder's block in AMP
 // output order: in its result buffer (every chunk's block, one after
 // another), or in a loop's slots X; a loop's input is written there too.
-func resultSlices(last *mid.GemmPlan, o, Q int, slots bool) (out []HostSlice, bytes int) {
+func resultSlices(last *mid.GemmPlan, o, Q int, slots bool) (out []tile.HostSlice, bytes int) {
 	for k := 0; k < Q; k++ {
 		for l := 0; l < last.ActiveTiles(); l++ {
 			c, _ := cellOf(last, l)
@@ -662,12 +639,12 @@ func resultSlices(last *mid.GemmPlan, o, Q int, slots bool) (out []HostSlice, by
 			}
 			n := lc.rows.Len() * lc.cols.Len() * 2
 			rows := mid.Span{Lo: k*last.M + lc.rows.Lo, Hi: k*last.M + lc.rows.Hi}
-			ref := Ref{Buf: lc.buf, Off: k * n}
+			ref := tile.Ref{Buf: lc.buf, Off: k * n}
 			if slots {
-				ref = Ref{Buf: "X", Off: k * n}
+				ref = tile.Ref{Buf: "X", Off: k * n}
 			}
-			out = append(out, HostSlice{Tile: l, Ref: ref, Offset: bytes, Length: n,
-				Block: &Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
+			out = append(out, tile.HostSlice{Tile: l, Ref: ref, Offset: bytes, Length: n,
+				Block: &tile.Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
 			bytes += n
 		}
 	}
@@ -680,7 +657,7 @@ func prevGemm(o, n int) int { return (o + n - 1) % n }
 
 // localCopies copy into dst the rectangle of prev's result (GEMM po) that
 // tile l holds itself (none when it holds no part of dst's block).
-func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
+func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []tile.Op {
 	pc, ok := cellOf(prev, l)
 	if !ok {
 		return nil
@@ -693,11 +670,11 @@ func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 	if rs.Len() <= 0 || cs.Len() <= 0 {
 		return nil
 	}
-	var ops []Op
+	var ops []tile.Op
 	why := "own rows " + rs.String() + " x cols " + cs.String() + " of " + prev.Out.Name + " into the left panel"
 	for col := cs.Lo; col < cs.Hi; col += 16 {
-		ops = append(ops, kernelOp(kernels.Copy{N: rs.Len() * 32},
-			Op{Args: []Arg{{"$m2", Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {"$m3", Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
+		ops = append(ops, tile.KernelOp(kernels.Copy{N: rs.Len() * 32},
+			tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: dst.buf, Off: dst.offset(rs.Lo, col)}}, {Reg: "$m3", Ref: tile.Ref{Buf: src.buf, Off: src.offset(rs.Lo, col)}}},
 				Node: prev.Out.Name, Why: why}))
 	}
 	return ops
@@ -706,39 +683,21 @@ func localCopies(prev *mid.GemmPlan, po, l int, dst loc) []Op {
 // epilogueOps are the fused elementwise ops on a result block of r rows
 // and cols columns (AMP output order), in place, in graph order: the bias
 // (add_bias_f16 with B<o>, the bias of the block's columns) and the GELU.
-func epilogueOps(g *mid.GemmPlan, o int, blk Ref, r, cols int, precise bool, c cell) []Op {
-	var ops []Op
+func epilogueOps(g *mid.GemmPlan, o int, blk tile.Ref, r, cols int, precise bool, c cell) []tile.Op {
+	var ops []tile.Op
 	n := r * cols
 	for _, e := range g.Epilogue {
 		if e.Op == graph.OpAdd {
-			ops = append(ops, kernelOp(kernels.AddBias{Rows: n / 16, R: r},
-				Op{Args: []Arg{{"$m2", blk}, {"$m3", Ref{Buf: bufName("B", o)}}},
+			ops = append(ops, tile.KernelOp(kernels.AddBias{Rows: n / 16, R: r},
+				tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: blk}, {Reg: "$m3", Ref: tile.Ref{Buf: bufName("B", o)}}},
 					Node: e.Name, Why: c.why() + ": bias in place"}))
 			continue
 		}
-		ops = append(ops, kernelOp(kernels.Gelu{N: n, Precise: precise},
-			Op{Args: []Arg{{"$m2", blk}, {"$m3", blk}},
+		ops = append(ops, tile.KernelOp(kernels.Gelu{N: n, Precise: precise},
+			tile.Op{Args: []tile.Arg{{Reg: "$m2", Ref: blk}, {Reg: "$m3", Ref: blk}},
 				Node: e.Name, Why: c.why() + ": activation in place"}))
 	}
 	return ops
-}
-
-// kernelOp is op (its Args, Node and Why) as a call of the kernel spec
-// s: the lowering builds every kernel call it emits here, so that a call's
-// kernel name and parameters are the spec's.
-func kernelOp(s kernels.Spec, op Op) Op {
-	op.Kind, op.Kernel, op.Params = OpKernel, s.Name(), s.Params()
-	return op
-}
-
-// Spec is the typed spec of a kernel op, ok false for a kernel or
-// parameters without one (e.g. after a pass set a parameter no spec has).
-// Specs are comparable: the passes key specialisations on them.
-func (op *Op) Spec() (kernels.Spec, bool) {
-	if op.Kind != OpKernel {
-		return nil, false
-	}
-	return kernels.SpecOf(op.Kernel, op.Params)
 }
 
 // checkMid checks the phase count against opts.MaxPhases, every kernel
@@ -753,8 +712,8 @@ func (pl *Plan) checkMid(opts Options) error {
 	for l := range pl.Programs {
 		tp := &pl.Programs[l]
 		var err error
-		walkOps(tp.Calls[1], func(op *Op) {
-			if op.Kind != OpKernel || err != nil {
+		walkOps(tp.Calls[1], func(op *tile.Op) {
+			if op.Kind != tile.OpKernel || err != nil {
 				return
 			}
 			if s, ok := op.Spec(); ok {
@@ -774,8 +733,8 @@ func (pl *Plan) checkMid(opts Options) error {
 		if err != nil {
 			return err
 		}
-		if c := pl.EstimatedCodeBytes(l); c > CodeBytes {
-			return fmt.Errorf("tile %d: about %d bytes of code (the GEMMs are unrolled), the code area holds %d", l, c, CodeBytes)
+		if c := pl.EstimatedCodeBytes(l); c > tile.CodeBytes {
+			return fmt.Errorf("tile %d: about %d bytes of code (the GEMMs are unrolled), the code area holds %d", l, c, tile.CodeBytes)
 		}
 		if opts.Fits == nil || len(tp.Buffers) == 0 {
 			continue
@@ -812,12 +771,12 @@ func (pl *Plan) checkMid(opts Options) error {
 func (pl *Plan) EstimatedCodeBytes(l int) int {
 	tp := &pl.Programs[l]
 	steps := 0 // timed steps, loop bodies included: each may take a cycle sample
-	walkOps(tp.Calls[1], func(*Op) { steps++ })
+	walkOps(tp.Calls[1], func(*tile.Op) { steps++ })
 	instrs := 80 + SupervisorInstructions(tp.Calls[0]) + SupervisorInstructions(tp.Calls[1]) + 8*steps
 	code := 0
 	seen := map[kernels.Spec]bool{}
-	walkOps(tp.Calls[1], func(op *Op) {
-		if op.Kind != OpKernel {
+	walkOps(tp.Calls[1], func(op *tile.Op) {
+		if op.Kind != tile.OpKernel {
 			return
 		}
 		s, ok := op.Spec()

@@ -5,78 +5,27 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/compiler/mid"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
-	"github.com/ipustack/ipustack/kernels"
 )
 
-// checkRefs checks that every reference of a plan names a buffer of its
-// tile and stays inside it: kernel operands (sizes from the kernels'
-// access contracts), exchange sources and destinations, host slices.
+// checkRefs checks a lowered plan: its per-tile program is valid
+// (tile.Program.Verify: every reference inside a buffer of its tile, the
+// host slices' rectangles, ...), and FromMid lays every binding's slices
+// out in slice order.
 func checkRefs(pl *Plan) error {
-	within := func(l int, r Ref, n int, what string) error {
-		for _, b := range pl.Programs[l].Buffers {
-			if b.Name == r.Buf {
-				if r.Off < 0 || r.Off+n > b.Bytes {
-					return fmt.Errorf("tile %d %s: [%d,+%d) outside %s (%d bytes)", l, what, r.Off, n, b.Name, b.Bytes)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("tile %d %s: no buffer %q", l, what, r.Buf)
+	if err := pl.Verify(); err != nil {
+		return err
 	}
-	for l := range pl.Programs {
-		for _, call := range pl.Programs[l].Calls {
-			for _, op := range call {
-				if op.Kind != OpKernel {
-					continue
-				}
-				k, err := kernels.Lookup(op.Kernel)
-				if err != nil {
-					return err
-				}
-				p, err := k.Resolve(op.Params)
-				if err != nil {
-					return fmt.Errorf("tile %d %s: %w", l, op.Kernel, err)
-				}
-				for _, a := range op.Args {
-					for ai, ka := range k.Args {
-						if ka.Reg == a.Reg {
-							if err := within(l, a.Ref, k.Operands[ai].Bytes(p), op.Kernel+" "+ka.Name); err != nil {
-								return err
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	for _, ph := range pl.Exchanges {
-		for _, t := range ph.Transfers {
-			if err := within(t.Src, t.SrcRef, 4*t.Words, ph.Name+" source"); err != nil {
-				return err
-			}
-			for _, d := range t.Dsts {
-				if err := within(d.Tile, d.Ref, 4*t.Words, ph.Name+" destination"); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for _, bs := range [][]HostBinding{pl.Inputs, pl.Weights, pl.Outputs} {
+	for _, bs := range [][]tile.HostBinding{pl.Inputs, pl.Weights, pl.Outputs} {
 		for _, b := range bs {
 			next := 0
-			for _, s := range b.Slices {
-				if s.Offset != next || s.Block == nil || s.Block.Rows.Len()*s.Block.Cols.Len()*2 != s.Length {
-					return fmt.Errorf("%s: slice %+v", b.Name, s)
+			for i, s := range b.Slices {
+				if s.Offset != next {
+					return fmt.Errorf("%s: slice %d at byte %d, want %d", b.Name, i, s.Offset, next)
 				}
 				next += s.Length
-				if err := within(s.Tile, s.Ref, s.Length, b.Name); err != nil {
-					return err
-				}
-			}
-			if next != b.Bytes {
-				return fmt.Errorf("%s: slices cover %d of %d bytes", b.Name, next, b.Bytes)
 			}
 		}
 	}
@@ -171,7 +120,7 @@ func TestFromMidBlockLoop(t *testing.T) {
 			phases[key] = len(pl.Exchanges)
 			loop := false
 			for _, op := range pl.Programs[0].Calls[1] {
-				loop = loop || (op.Kind == OpLoop && op.Count == blocks)
+				loop = loop || (op.Kind == tile.OpLoop && op.Count == blocks)
 			}
 			if !loop {
 				t.Fatalf("%d blocks: tile 0's run call has no loop over the blocks", blocks)

@@ -1,6 +1,10 @@
 package low
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/ipustack/ipustack/compiler/tile"
+)
 
 // loopOps returns count iterations of body as one OpLoop at nesting depth
 // when every iteration k is iteration 0 with its refs advanced by k times
@@ -8,12 +12,12 @@ import "slices"
 // emitted runtime then holds the body once instead of count times, so
 // that the code area does not bound blocks x row chunks. One iteration is
 // returned as is; bodies that are not affine in k are unrolled.
-func loopOps(count, depth int, body func(k int) []Op) []Op {
+func loopOps(count, depth int, body func(k int) []tile.Op) []tile.Op {
 	first := body(0)
 	if len(first) == 0 {
 		return nil // nothing to repeat (an idle tile's empty chunk)
 	}
-	if count <= 1 || depth >= MaxLoopDepth {
+	if count <= 1 || depth >= tile.MaxLoopDepth {
 		return unroll(count, first, body)
 	}
 	looped, ok := withSteps(first, body(1), depth)
@@ -25,10 +29,10 @@ func loopOps(count, depth int, body func(k int) []Op) []Op {
 			return unroll(count, first, body)
 		}
 	}
-	return []Op{{Kind: OpLoop, Count: count, Body: looped, Depth: depth}}
+	return []tile.Op{{Kind: tile.OpLoop, Count: count, Body: looped, Depth: depth}}
 }
 
-func unroll(count int, first []Op, body func(k int) []Op) []Op {
+func unroll(count int, first []tile.Op, body func(k int) []tile.Op) []tile.Op {
 	ops := first
 	for k := 1; k < count; k++ {
 		ops = append(ops, body(k)...)
@@ -38,18 +42,18 @@ func unroll(count int, first []Op, body func(k int) []Op) []Op {
 
 // withSteps returns a with Step[depth] of every ref set to its offset's
 // difference in b, when a and b differ only in ref offsets.
-func withSteps(a, b []Op, depth int) ([]Op, bool) {
+func withSteps(a, b []tile.Op, depth int) ([]tile.Op, bool) {
 	if len(a) != len(b) {
 		return nil, false
 	}
-	out := make([]Op, len(a))
+	out := make([]tile.Op, len(a))
 	for i := range a {
 		x, y := a[i], b[i]
 		if x.Kind != y.Kind || x.Kernel != y.Kernel || x.Params.String() != y.Params.String() ||
 			x.Phase != y.Phase || x.Sample != y.Sample || x.Count != y.Count || x.Depth != y.Depth || x.Bytes != y.Bytes || len(x.Args) != len(y.Args) {
 			return nil, false
 		}
-		step := func(r, q Ref) (Ref, bool) {
+		step := func(r, q tile.Ref) (tile.Ref, bool) {
 			if r.Buf != q.Buf || r.Step != q.Step {
 				return r, false
 			}
@@ -79,13 +83,13 @@ func withSteps(a, b []Op, depth int) ([]Op, bool) {
 
 // advance returns ops as iteration k of the loop at depth: every ref's
 // offset advanced by k*Step[depth] and that step cleared.
-func advance(ops []Op, depth, k int) []Op {
+func advance(ops []tile.Op, depth, k int) []tile.Op {
 	if ops == nil {
 		return nil
 	}
-	out := make([]Op, len(ops))
+	out := make([]tile.Op, len(ops))
 	for i, op := range ops {
-		adv := func(r Ref) Ref {
+		adv := func(r tile.Ref) tile.Ref {
 			r.Off += k * r.Step[depth]
 			r.Step[depth] = 0
 			return r
@@ -101,7 +105,7 @@ func advance(ops []Op, depth, k int) []Op {
 	return out
 }
 
-func opEqual(x, y Op) bool {
+func opEqual(x, y tile.Op) bool {
 	if x.Kind != y.Kind || x.Kernel != y.Kernel || x.Params.String() != y.Params.String() || x.Dst != y.Dst ||
 		x.Bytes != y.Bytes || x.Phase != y.Phase || x.Sample != y.Sample || x.Count != y.Count || x.Depth != y.Depth {
 		return false

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/graph"
 )
 
@@ -54,33 +55,33 @@ func TestNewProblem(t *testing.T) {
 }
 
 func TestLoopOps(t *testing.T) {
-	kern := func(off int) Op {
-		return Op{Kind: OpKernel, Kernel: "copy_f16", Params: map[string]int{"n": 64},
-			Args: []Arg{{"$m2", Ref{Buf: "a", Off: off}}, {"$m3", Ref{Buf: "b"}}}}
+	kern := func(off int) tile.Op {
+		return tile.Op{Kind: tile.OpKernel, Kernel: "copy_f16", Params: map[string]int{"n": 64},
+			Args: []tile.Arg{{Reg: "$m2", Ref: tile.Ref{Buf: "a", Off: off}}, {Reg: "$m3", Ref: tile.Ref{Buf: "b"}}}}
 	}
 	// Affine bodies become one loop with the step in the ref.
-	ops := loopOps(5, 1, func(k int) []Op { return []Op{kern(100 + 64*k), {Kind: OpExchange, Phase: 2}} })
-	if len(ops) != 1 || ops[0].Kind != OpLoop || ops[0].Count != 5 || ops[0].Depth != 1 ||
-		ops[0].Body[0].Args[0].Ref != (Ref{Buf: "a", Off: 100, Step: [MaxLoopDepth]int{0, 64}}) {
+	ops := loopOps(5, 1, func(k int) []tile.Op { return []tile.Op{kern(100 + 64*k), {Kind: tile.OpExchange, Phase: 2}} })
+	if len(ops) != 1 || ops[0].Kind != tile.OpLoop || ops[0].Count != 5 || ops[0].Depth != 1 ||
+		ops[0].Body[0].Args[0].Ref != (tile.Ref{Buf: "a", Off: 100, Step: [tile.MaxLoopDepth]int{0, 64}}) {
 		t.Fatalf("%+v", ops)
 	}
 	// Nested: the outer step lands in Step[0], the inner loop is kept.
-	nested := loopOps(3, 0, func(b int) []Op {
-		return loopOps(4, 1, func(q int) []Op { return []Op{kern(1000*b + 8*q)} })
+	nested := loopOps(3, 0, func(b int) []tile.Op {
+		return loopOps(4, 1, func(q int) []tile.Op { return []tile.Op{kern(1000*b + 8*q)} })
 	})
-	if len(nested) != 1 || nested[0].Body[0].Kind != OpLoop ||
-		nested[0].Body[0].Body[0].Args[0].Ref.Step != [MaxLoopDepth]int{1000, 8} {
+	if len(nested) != 1 || nested[0].Body[0].Kind != tile.OpLoop ||
+		nested[0].Body[0].Body[0].Args[0].Ref.Step != [tile.MaxLoopDepth]int{1000, 8} {
 		t.Fatalf("%+v", nested)
 	}
 	// A non-affine body (a quadratic offset, or a parameter that changes)
 	// is unrolled.
-	if ops := loopOps(4, 0, func(k int) []Op { return []Op{kern(k * k)} }); len(ops) != 4 || ops[3].Args[0].Ref.Off != 9 {
+	if ops := loopOps(4, 0, func(k int) []tile.Op { return []tile.Op{kern(k * k)} }); len(ops) != 4 || ops[3].Args[0].Ref.Off != 9 {
 		t.Fatalf("%+v", ops)
 	}
-	if ops := loopOps(3, 0, func(k int) []Op { o := kern(0); o.Params = map[string]int{"n": 8 * (k + 1)}; return []Op{o} }); len(ops) != 3 {
+	if ops := loopOps(3, 0, func(k int) []tile.Op { o := kern(0); o.Params = map[string]int{"n": 8 * (k + 1)}; return []tile.Op{o} }); len(ops) != 3 {
 		t.Fatalf("%+v", ops)
 	}
-	if ops := loopOps(1, 0, func(k int) []Op { return []Op{kern(0)} }); len(ops) != 1 || ops[0].Kind != OpKernel {
+	if ops := loopOps(1, 0, func(k int) []tile.Op { return []tile.Op{kern(0)} }); len(ops) != 1 || ops[0].Kind != tile.OpKernel {
 		t.Fatalf("%+v", ops)
 	}
 }

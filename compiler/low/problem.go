@@ -1,9 +1,10 @@
-// Package low turns a plan of the costed planner (compiler/mid) into
-// per-tile work lists (FromMid, frommid.go): kernel runs, host-window
-// copies, exchange phases and host transfers, with buffers named (and
-// given lifetimes) but not yet placed (compiler/place gives them
-// addresses); and it runs the low passes over them (passes.go:
-// group_exchanges, merge_copies, eliminate).
+// Package low turns a plan of the costed planner (compiler/mid) into a
+// per-tile program (compiler/tile; FromMid, frommid.go): kernel runs,
+// host-window copies, exchange phases and host transfers, with buffers
+// named (and given lifetimes) but not yet placed (compiler/place gives
+// them addresses); it runs the low passes over it (Optimize: the pass
+// table of compiler/tile/passes, group_exchanges, merge_copies,
+// eliminate) and costs it (Estimate, Costed) for the finalist rerank.
 //
 // Every GEMM of the planned chain runs on its own rows x columns x K grid
 // of tiles, whole or in row chunks, or, for a chain of repeated blocks, as

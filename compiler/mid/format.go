@@ -22,8 +22,8 @@ package mid
 
 import (
 	"fmt"
-	"strconv"
 
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipuexe"
 )
@@ -62,22 +62,10 @@ func (m MemClass) String() string {
 	return "any"
 }
 
-// Span is a half-open interval [Lo, Hi) of rows or columns.
-type Span struct{ Lo, Hi int }
-
-// Len is Hi - Lo.
-func (s Span) Len() int { return s.Hi - s.Lo }
-
-// Intersect returns s ∩ o (empty when Lo >= Hi).
-func (s Span) Intersect(o Span) Span {
-	return Span{max(s.Lo, o.Lo), min(s.Hi, o.Hi)}
-}
-
-// String is "[Lo,Hi)" (built without fmt: the lowering formats spans
-// into the Why of thousands of ops).
-func (s Span) String() string {
-	return "[" + strconv.Itoa(s.Lo) + "," + strconv.Itoa(s.Hi) + ")"
-}
+// Span is a half-open interval [Lo, Hi) of rows or columns: the tile IR's
+// (compiler/tile), which this planner plans for; the IR depends on nothing
+// of the planner.
+type Span = tile.Span
 
 // Tiling splits an axis of Size elements into Count blocks of Block
 // elements; the last block holds what is left (Size - (Count-1)*Block > 0).
@@ -98,7 +86,7 @@ func NewTiling(size, count, unit int) Tiling {
 
 // Span returns block i.
 func (t Tiling) Span(i int) Span {
-	return Span{i * t.Block, min((i+1)*t.Block, t.Size)}
+	return Span{Lo: i * t.Block, Hi: min((i+1)*t.Block, t.Size)}
 }
 
 // Spans returns all blocks.

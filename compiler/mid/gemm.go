@@ -122,16 +122,15 @@ func exchange(h *layout, n *need, elem int, send, recv []int, emit func(Transfer
 // models memoises kernel cycle models for one search (a cache only: never
 // iterated).
 type models struct {
-	t    *ipu21.Target
-	memo map[[4]int]int64
-	// last is the most recent result per kernel kind: a grid's cells
-	// mostly share one block shape, so most calls repeat the previous
-	// one of their kind and skip the map (hashing the key dominated).
-	last [kBias + 1]struct {
-		key [4]int
-		v   int64
-		ok  bool
-	}
+	t *ipu21.Target
+	// The cycles of the calls of each spec type, keyed by the spec: the
+	// call sites build one spec and pass it both here and to their Call.
+	gemms   specMemo[kernels.Gemm]
+	copies  specMemo[kernels.Copy]
+	reduces specMemo[kernels.ReduceAdd]
+	gelus   specMemo[kernels.Gelu]
+	unpacks specMemo[kernels.UnpackOut]
+	biases  specMemo[kernels.AddBias]
 	// conservative: cost the GEMM kernel kernels.GemmF16For(true) picks.
 	conservative bool
 	scratch      scratch
@@ -214,50 +213,50 @@ func (s *scratch) zeroed(tiles int) (a [8][]int, busy []int64) {
 	return s.ints, s.busy
 }
 
-// Kernel ids of the memo key.
-const (
-	kGemm = iota
-	kCopy
-	kReduce
-	kGelu
-	kUnpack
-	kBias
-)
+// specMemo memoises the modelled cycles (cost.Call: the call overhead included) of the
+// calls of one spec type. It keys on the spec itself in a map of that type,
+// so a hit (the planner's hot path) boxes nothing; only a miss passes the
+// spec to cost.Call as an interface.
+type specMemo[S interface {
+	comparable
+	kernels.Spec
+}] struct {
+	memo map[S]int64
+	// last is the most recent call: a grid's cells mostly share one block
+	// shape, so most calls repeat the previous one of their type and skip
+	// the map (hashing the key dominated).
+	last S
+	v    int64
+	ok   bool
+}
 
-// cycles returns the modelled cycles of one call, launch overhead included.
-func (m *models) cycles(kind, a, b, c int) int64 {
-	key := [4]int{kind, a, b, c}
-	if l := &m.last[kind]; l.ok && l.key == key {
-		return l.v
+func (c *specMemo[S]) cycles(s S) int64 {
+	if c.ok && c.last == s {
+		return c.v
 	}
-	if v, ok := m.memo[key]; ok {
-		m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
-		return v
+	v, ok := c.memo[s]
+	if !ok {
+		if c.memo == nil {
+			c.memo = map[S]int64{}
+		}
+		v = cost.Call(s)
+		c.memo[s] = v
 	}
-	v := cost.Call(m.spec(kind, a, b, c))
-	m.memo[key] = v
-	m.last[kind].key, m.last[kind].v, m.last[kind].ok = key, v, true
+	c.last, c.v, c.ok = s, v, true
 	return v
 }
 
-// spec is the kernel call a memo key stands for. The memo keys on ints,
-// not on the spec, so that a hit (the planner's hot path) boxes nothing.
-func (m *models) spec(kind, a, b, c int) kernels.Spec {
-	switch kind {
-	case kGemm:
-		return kernels.Gemm{K: a, C: b, R: c, Conservative: m.conservative}
-	case kCopy:
-		return kernels.Copy{N: a}
-	case kReduce:
-		return kernels.ReduceAdd{N: a, Parts: b}
-	case kGelu:
-		return kernels.Gelu{N: a}
-	case kUnpack:
-		return kernels.UnpackOut{R: a, C: b}
-	case kBias:
-		return kernels.AddBias{Rows: a, R: b, First: c}
-	}
-	panic("BUG: unknown kernel memo kind")
+// The modelled cycles of one call, the call overhead included.
+func (m *models) gemmCycles(s kernels.Gemm) int64        { return m.gemms.cycles(s) }
+func (m *models) copyCycles(s kernels.Copy) int64        { return m.copies.cycles(s) }
+func (m *models) reduceCycles(s kernels.ReduceAdd) int64 { return m.reduces.cycles(s) }
+func (m *models) geluCycles(s kernels.Gelu) int64        { return m.gelus.cycles(s) }
+func (m *models) unpackCycles(s kernels.UnpackOut) int64 { return m.unpacks.cycles(s) }
+func (m *models) biasCycles(s kernels.AddBias) int64     { return m.biases.cycles(s) }
+
+// gemmSpec is the GEMM kernel call of a k x c x r block.
+func (m *models) gemmSpec(k, c, r int) kernels.Gemm {
+	return kernels.Gemm{K: k, C: c, R: r, Conservative: m.conservative}
 }
 
 // leftNeed is the demand of a GEMM plan on its left operand.
@@ -414,10 +413,10 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 	if src != nil {
 		self = func(t int, rows, cols Span) {
 			for c := cols.Lo; c < cols.Hi; c += 16 {
-				n := rows.Len() * 32
-				if cyc := m.cycles(kCopy, n, 0, 0); cs.add(t, cyc) {
-					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
-						Reads: []Ref{{g.Left, -1, rows, Span{c, c + 16}}}})
+				spec := kernels.Copy{N: rows.Len() * 32}
+				if cyc := m.copyCycles(spec); cs.add(t, cyc) {
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: spec, Cycles: cyc,
+						Reads: []Ref{{g.Left, -1, rows, Span{Lo: c, Hi: c + 16}}}})
 				}
 			}
 		}
@@ -428,8 +427,9 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 		self = func(t int, rows, cols Span) {
 			n := rows.Len() * cols.Len() * 2
 			e.fixed[t] += cost.Align(n*g.Chunks, 32)
-			if cyc := m.cycles(kCopy, n, 0, 0); cs.add(t, cyc) {
-				cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
+			spec := kernels.Copy{N: n}
+			if cyc := m.copyCycles(spec); cs.add(t, cyc) {
+				cs.calls = append(cs.calls, Call{Tile: t, Spec: spec, Cycles: cyc,
 					Reads: []Ref{{g.Left, -1, rows, cols}}})
 			}
 		}
@@ -456,8 +456,9 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 				if g.Inner.Count == 1 {
 					part = -1
 				}
-				if cyc := m.cycles(kGemm, k, c, r); cs.add(t, cyc) {
-					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Gemm{K: k, C: c, R: r, Conservative: m.conservative}, Cycles: cyc,
+				spec := m.gemmSpec(k, c, r)
+				if cyc := m.gemmCycles(spec); cs.add(t, cyc) {
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: spec, Cycles: cyc,
 						Reads:  []Ref{{g.Left, -1, rs, ks}, {g.Right, -1, ks, cols}},
 						Writes: []Ref{{g.Node, part, rs, cols}}})
 				}
@@ -534,16 +535,18 @@ func evalGemm(m *models, g *GemmPlan, src *layout, prevHeld []int, tiles int, de
 				// The received parts arrive in one contiguous buffer; the
 				// tile's own partial slice is copied behind them so that
 				// reduce_add sees parts contiguous arrays.
-				if cyc := m.cycles(kCopy, 2*n, 0, 0); cs.add(t, cyc) {
-					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Copy{N: 2 * n}, Cycles: cyc,
+				cp := kernels.Copy{N: 2 * n}
+				if cyc := m.copyCycles(cp); cs.add(t, cyc) {
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: cp, Cycles: cyc,
 						Reads: []Ref{{g.Node, q, rs, sl}}})
 				}
-				if cyc := m.cycles(kReduce, n, parts, 0); cs.add(t, cyc) {
+				red := kernels.ReduceAdd{N: n, Parts: parts}
+				if cyc := m.reduceCycles(red); cs.add(t, cyc) {
 					reads := make([]Ref, parts)
 					for p := range reads {
 						reads[p] = Ref{g.Node, p, rs, sl}
 					}
-					cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.ReduceAdd{N: n, Parts: parts},
+					cs.calls = append(cs.calls, Call{Tile: t, Spec: red,
 						Cycles: cyc, Reads: reads, Writes: []Ref{{g.Node, -1, rs, sl}}})
 				}
 				e.work[t] += cost.Align(parts*n*2, 32)
@@ -588,10 +591,11 @@ func streamWeights(m *models, g *GemmPlan, e *opEval, send, recv []int, emit fun
 					continue
 				}
 				t, b := g.Tile(i, j, p), ks.Len()*sh.Len()*2
-				cyc := m.cycles(kCopy, b, 0, 0)
+				spec := kernels.Copy{N: b}
+				cyc := m.copyCycles(spec)
 				busy[t] += cyc
 				if detail {
-					calls = append(calls, Call{Tile: t, Spec: kernels.Copy{N: b}, Cycles: cyc,
+					calls = append(calls, Call{Tile: t, Spec: spec, Cycles: cyc,
 						Reads: []Ref{{g.Right, -1, ks, sh}}})
 				}
 				if g.Rows.Count < 2 {
@@ -624,15 +628,17 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, cs *compute, e *opEval) {
 		in := cur
 		if op.Op == graph.OpAdd {
 			r := blk.Rows.Len()
-			if cyc := m.cycles(kBias, n/16, r, 0); cs.add(t, cyc) {
-				cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.AddBias{Rows: n / 16, R: r},
-					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{0, 1}, blk.Cols}}, Writes: []Ref{next}})
+			spec := kernels.AddBias{Rows: n / 16, R: r}
+			if cyc := m.biasCycles(spec); cs.add(t, cyc) {
+				cs.calls = append(cs.calls, Call{Tile: t, Spec: spec,
+					Cycles: cyc, Reads: []Ref{in, {g.Bias, -1, Span{Lo: 0, Hi: 1}, blk.Cols}}, Writes: []Ref{next}})
 			}
 			e.weights[t] += cost.Align(blk.Cols.Len()*2, 32)
 			e.r1[t] += cost.Align(blk.Cols.Len()*2, 32)
 		} else {
-			if cyc := m.cycles(kGelu, n, 0, 0); cs.add(t, cyc) {
-				cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.Gelu{N: n},
+			spec := kernels.Gelu{N: n}
+			if cyc := m.geluCycles(spec); cs.add(t, cyc) {
+				cs.calls = append(cs.calls, Call{Tile: t, Spec: spec,
 					Cycles: cyc, Reads: []Ref{in}, Writes: []Ref{next}})
 			}
 		}
@@ -640,8 +646,9 @@ func epilogue(m *models, g *GemmPlan, t int, blk Ref, cs *compute, e *opEval) {
 	}
 	if g.Output {
 		r, c := blk.Rows.Len(), blk.Cols.Len()
-		if cyc := m.cycles(kUnpack, r, c, 0); cs.add(t, cyc) {
-			cs.calls = append(cs.calls, Call{Tile: t, Spec: kernels.UnpackOut{R: r, C: c},
+		spec := kernels.UnpackOut{R: r, C: c}
+		if cyc := m.unpackCycles(spec); cs.add(t, cyc) {
+			cs.calls = append(cs.calls, Call{Tile: t, Spec: spec,
 				Cycles: cyc, Reads: []Ref{cur}, Writes: []Ref{cur}})
 		}
 		e.work[t] += cost.Align(n*2, 32)

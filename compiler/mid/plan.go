@@ -66,7 +66,7 @@ type GemmPlan struct {
 	Rows, Cols, Inner Tiling
 	Orientation       Orientation
 	Weights           WeightPlacement
-	Kernel            string // "gemm_f16"
+	Kernel            string // the GEMM kernel, e.g. kernels.GemmF16
 	Reduce            ReduceKind
 	// Chunks is how many row chunks the chain runs in (1: none): M is
 	// then the rows of one chunk, every chunk runs the same stages on the
@@ -106,7 +106,7 @@ func (g *GemmPlan) InputPiece(j, p int) Span {
 	ks := g.Inner.Span(p)
 	groups := ks.Len() / 16
 	a, b := j*groups/g.Cols.Count, (j+1)*groups/g.Cols.Count
-	return Span{ks.Lo + 16*a, ks.Lo + 16*b}
+	return Span{Lo: ks.Lo + 16*a, Hi: ks.Lo + 16*b}
 }
 
 // Grid names a GEMM plan's grid and weight placement: what a package
@@ -139,7 +139,7 @@ func (g *GemmPlan) WeightShare(i, j int) Span {
 	cs := g.Cols.Span(j)
 	groups := cs.Len() / 16
 	a, b := i*groups/g.Rows.Count, (i+1)*groups/g.Rows.Count
-	return Span{cs.Lo + 16*a, cs.Lo + 16*b}
+	return Span{Lo: cs.Lo + 16*a, Hi: cs.Lo + 16*b}
 }
 
 // ShareOffset is the byte offset of share s of panel (j, q) in the
@@ -162,7 +162,7 @@ func (g *GemmPlan) Slice(j, q int) Span {
 	groups := c.Len() / 16
 	per := (groups + g.Inner.Count - 1) / g.Inner.Count
 	lo := min(c.Lo+16*q*per, c.Hi)
-	return Span{lo, min(lo+16*per, c.Hi)}
+	return Span{Lo: lo, Hi: min(lo+16*per, c.Hi)}
 }
 
 // Describe is a one-line summary of the plan.

@@ -20,7 +20,7 @@ type Options struct {
 	Finalists   int // complete plans returned (default 8)
 	CodeReserve int // bytes of region 0 kept for code (default 32 KiB)
 	// MaxPhases bounds a plan's exchange phases (0: no bound): the tile
-	// runtime's table of exchange rows (compiler/place.MaxRowPhases) less
+	// runtime's table of exchange rows (compiler/tile.MaxRowPhases) less
 	// the initialize call's weights phase. An unrolled chain of many
 	// blocks exceeds it; its runtime loop does not.
 	MaxPhases int
@@ -255,7 +255,7 @@ func candidates(op gemmOp, tiles, budget, region1, blocks int) []*GemmPlan {
 // endpoint bounds of its input and reduction exchanges.
 func estimate(m *models, g *GemmPlan) int64 {
 	r, c, k := g.Rows.Block, g.Cols.Block, g.Inner.Block
-	e := m.cycles(kGemm, k, c, r)
+	e := m.gemmCycles(m.gemmSpec(k, c, r))
 	in, out := 0, 0
 	if g.Cols.Count > 1 {
 		in = r * k * 2
@@ -264,7 +264,7 @@ func estimate(m *models, g *GemmPlan) int64 {
 		sh := g.WeightShare(0, 0).Len() * k * 2
 		in += k*c*2 - sh
 		out = sh
-		e += m.cycles(kCopy, sh, 0, 0)
+		e += m.copyCycles(kernels.Copy{N: sh})
 	}
 	if in > 0 || out > 0 {
 		e += cost.Phase(m.t, out, in)
@@ -273,17 +273,17 @@ func estimate(m *models, g *GemmPlan) int64 {
 	n := r * s
 	if g.Inner.Count > 1 {
 		e += cost.Phase(m.t, r*(c-s)*2, (g.Inner.Count-1)*n*2)
-		e += m.cycles(kCopy, 2*n, 0, 0) + m.cycles(kReduce, n, g.Inner.Count, 0)
+		e += m.copyCycles(kernels.Copy{N: 2 * n}) + m.reduceCycles(kernels.ReduceAdd{N: n, Parts: g.Inner.Count})
 	}
 	for _, op := range g.Epilogue {
 		if op.Op == graph.OpAdd {
-			e += m.cycles(kBias, n/16, r, 0)
+			e += m.biasCycles(kernels.AddBias{Rows: n / 16, R: r})
 		} else {
-			e += m.cycles(kGelu, n, 0, 0)
+			e += m.geluCycles(kernels.Gelu{N: n})
 		}
 	}
 	if g.Output {
-		e += m.cycles(kUnpack, r, s, 0)
+		e += m.unpackCycles(kernels.UnpackOut{R: r, C: s})
 	}
 	return e
 }
@@ -421,7 +421,7 @@ func Search(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	}
 	budget := cost.DataBudget(t, opt.CodeReserve)
 	region1 := cost.InterleavedBudget(t)
-	m := &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}
+	m := &models{t: t, conservative: opt.Conservative}
 	res := &Result{Budget: budget}
 	finalists := opt.Finalists
 	beam, stats, err := beamSearch(ops, opt, m, budget, region1, 1)
@@ -686,13 +686,13 @@ func chunkCopies(m *models, last *GemmPlan, input *graph.Node, tiles int, detail
 			if t < 0 {
 				continue
 			}
-			n := r.Len() * c.Len() * 2
-			cyc := m.cycles(kCopy, n, 0, 0)
+			spec := kernels.Copy{N: r.Len() * c.Len() * 2}
+			cyc := m.copyCycles(spec)
 			busy[t] += cyc
 			if detail {
-				cin = append(cin, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
+				cin = append(cin, Call{Tile: t, Spec: spec, Cycles: cyc,
 					Reads: []Ref{{input, -1, r, c}}})
-				cout = append(cout, Call{Tile: t, Spec: kernels.Copy{N: n}, Cycles: cyc,
+				cout = append(cout, Call{Tile: t, Spec: spec, Cycles: cyc,
 					Reads: []Ref{{last.Out, -1, r, c}}})
 			}
 		}
@@ -930,7 +930,7 @@ func biasPieces(g *GemmPlan) []Piece {
 	for ri := range l.rows {
 		for ci, c := range l.cols {
 			if t := l.tile[ri*len(l.cols)+ci]; t >= 0 {
-				out = append(out, Piece{Rows: Span{0, 1}, Cols: c, Tile: t})
+				out = append(out, Piece{Rows: Span{Lo: 0, Hi: 1}, Cols: c, Tile: t})
 			}
 		}
 	}
@@ -991,7 +991,7 @@ func Rebuild(g *graph.Graph, t *ipu21.Target, tiles int, grids []Grid, chunks, b
 	if len(grids) != want {
 		return nil, fmt.Errorf("mid: the recorded plan has %d GEMM grids, the graph %d GEMMs", len(grids), len(ops))
 	}
-	m := &models{t: t, memo: map[[4]int]int64{}}
+	m := &models{t: t}
 	s := &state{}
 	body := ops[:want]
 	if blocks > 0 {

@@ -1,13 +1,7 @@
-// Package place gives the buffers of a tile's work list SRAM addresses.
-//
-// Tile memory map of the tile runtime (docs/machine.md for the fixed parts):
-//
-//	[0x4C010, 0x50000)  code: the runtime and its kernels (element 0)
-//	[0x50000, 0x54000)  host write window (inputs and weights land here)
-//	[0x54000, 0x58000)  exchange rows, 8-byte aligned (element 2: no data)
-//	[0x58000, 0x58640)  runtime state: profile samples, row table, loop indices, worker areas
-//	[DataBase, 0x80000) region 0 data
-//	[0x80000, LoadLimit) region 1 data (interleaved: AMP right panels)
+// Package place gives the buffers of a tile's work list SRAM addresses, in
+// the data regions of the tile runtime's memory map (compiler/tile:
+// [tile.DataBase, tile.Region0End) and [ipu21.Region1Base,
+// tile.Region1End)).
 //
 // Buffers are placed first-fit in order, region 1 for those that need it
 // and region 0 before region 1 otherwise. When that fails, a second layout
@@ -17,7 +11,7 @@
 // which meet at 0x80000 (a looped plan's weight homes can be larger than
 // region 0 and than what region 1 leaves). The first layout is kept
 // whenever it fits, so plans that fit it keep their addresses. A buffer may share addresses with
-// buffers it is never live with (low.Buffer.Live). A buffer that must not share a
+// buffers it is never live with (tile.Buffer.Live). A buffer that must not share a
 // memory element with another (Apart) starts at an element boundary and
 // owns its elements, so the rule holds whatever its partner's address.
 // Data never shares an element with code or rows, which the exchange rows
@@ -29,35 +23,16 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
-)
-
-// Fixed parts of the map.
-const (
-	CodeBase  = ipu21.EntrySlot
-	CodeLimit = ipu21.HostApertureBase
-	RowBase   = ipu21.HostWriteEnd
-	RowLimit  = ipu21.HostApertureEnd
-	// RowTable holds one word per exchange phase: the address of the
-	// tile's row (in the runtime header's reserved words).
-	RowTable = ipu21.RuntimeStateBase + 0xC
-	// LoopState holds the iteration index of each nesting level of the
-	// runtime's loops (low.OpLoop): the last low.MaxLoopDepth words of
-	// the header, kept in memory because kernels clobber the registers.
-	LoopState    = ipu21.RuntimeStateBase + ipu21.RuntimeHeaderSize - 4*low.MaxLoopDepth
-	MaxRowPhases = (LoopState - RowTable) / 4
-	DataBase     = (ipu21.RuntimeStateEnd + 63) &^ 63
-	Region0End   = ipu21.Region1Base
-	Region1End   = ipu21.LoadLimit &^ 31
 )
 
 type interval struct{ lo, hi uint32 }
 
 // Place returns each buffer's address. Buffers whose lifetimes do not
-// overlap (low.Buffer.Live) may share addresses.
-func Place(bufs []low.Buffer) (map[string]uint32, error) {
+// overlap (tile.Buffer.Live) may share addresses.
+func Place(bufs []tile.Buffer) (map[string]uint32, error) {
 	addr, err := place(bufs, false)
 	if err != nil {
 		if a, serr := place(bufs, true); serr == nil {
@@ -69,9 +44,9 @@ func Place(bufs []low.Buffer) (map[string]uint32, error) {
 
 // place is one layout (see the package comment): spanning false is the
 // first, true the second.
-func place(bufs []low.Buffer, spanning bool) (map[string]uint32, error) {
+func place(bufs []tile.Buffer, spanning bool) (map[string]uint32, error) {
 	// Region 0, region 1, and (spanning) both.
-	regionSpan := [3]interval{{DataBase, Region0End}, {ipu21.Region1Base, Region1End}, {DataBase, Region1End}}
+	regionSpan := [3]interval{{tile.DataBase, tile.Region0End}, {ipu21.Region1Base, tile.Region1End}, {tile.DataBase, tile.Region1End}}
 	addr := map[string]uint32{}
 	type placed struct {
 		interval
@@ -90,7 +65,7 @@ func place(bufs []low.Buffer, spanning bool) (map[string]uint32, error) {
 		}
 		return ba.Bytes > bb.Bytes
 	})
-	top := uint32(Region1End) // spanning: the lowest region-1-only buffer
+	top := uint32(tile.Region1End) // spanning: the lowest region-1-only buffer
 	for _, k := range order {
 		b := &bufs[k]
 		if b.Bytes <= 0 {
@@ -174,7 +149,7 @@ func place(bufs []low.Buffer, spanning bool) (map[string]uint32, error) {
 
 // fitError says which buffer did not fit, the bytes the tile's buffers
 // need against the bytes its data regions hold, and the largest buffers.
-func fitError(bufs []low.Buffer, b *low.Buffer) error {
+func fitError(bufs []tile.Buffer, b *tile.Buffer) error {
 	used, inter := 0, 0
 	for _, bb := range bufs {
 		used += bb.Bytes
@@ -182,8 +157,8 @@ func fitError(bufs []low.Buffer, b *low.Buffer) error {
 			inter += bb.Bytes
 		}
 	}
-	r0, r1 := int(Region0End-DataBase), int(Region1End-ipu21.Region1Base)
-	big := make([]low.Buffer, len(bufs))
+	r0, r1 := int(tile.Region0End-tile.DataBase), int(tile.Region1End-ipu21.Region1Base)
+	big := make([]tile.Buffer, len(bufs))
 	copy(big, bufs)
 	sort.SliceStable(big, func(i, j int) bool { return big[i].Bytes > big[j].Bytes })
 	var largest []string
@@ -194,7 +169,7 @@ func fitError(bufs []low.Buffer, b *low.Buffer) error {
 		b.Name, b.Bytes, used, inter, r0+r1, r0, r1, strings.Join(largest, ", "))
 }
 
-func bufBytes(bufs []low.Buffer, name string) int {
+func bufBytes(bufs []tile.Buffer, name string) int {
 	for _, b := range bufs {
 		if b.Name == name {
 			return b.Bytes
@@ -215,7 +190,7 @@ func overlapElements(a, an, b, bn uint32) bool {
 }
 
 // Fits reports whether bufs can be placed.
-func Fits(bufs []low.Buffer) error {
+func Fits(bufs []tile.Buffer) error {
 	_, err := Place(bufs)
 	return err
 }

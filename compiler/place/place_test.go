@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ipustack/ipustack/compiler/low"
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
 )
 
 func TestPlaceRules(t *testing.T) {
-	bufs := []low.Buffer{
+	bufs := []tile.Buffer{
 		{Name: "a", Bytes: 40000, Align: 32, Apart: []string{"c"}},
 		{Name: "w", Bytes: 300000, Align: 32, Region: kernels.Interleaved},
 		{Name: "c", Bytes: 5000, Align: 32, Apart: []string{"a"}},
@@ -24,7 +24,7 @@ func TestPlaceRules(t *testing.T) {
 		t.Errorf("w at %#x is not in region 1", a["w"])
 	}
 	for _, b := range bufs {
-		if a[b.Name]%32 != 0 || a[b.Name] < DataBase {
+		if a[b.Name]%32 != 0 || a[b.Name] < tile.DataBase {
 			t.Errorf("%s at %#x", b.Name, a[b.Name])
 		}
 		for _, o := range bufs {
@@ -43,7 +43,7 @@ func TestPlaceRules(t *testing.T) {
 			t.Fatal("placement is not deterministic")
 		}
 	}
-	if err := Fits([]low.Buffer{{Name: "big", Bytes: 700000, Align: 32}}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+	if err := Fits([]tile.Buffer{{Name: "big", Bytes: 700000, Align: 32}}); err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Errorf("700 KB buffer: %v", err)
 	}
 }
@@ -51,7 +51,7 @@ func TestPlaceRules(t *testing.T) {
 // Buffers live at different times share memory; ones live together never
 // overlap.
 func TestPlaceLifetimes(t *testing.T) {
-	bufs := []low.Buffer{
+	bufs := []tile.Buffer{
 		{Name: "w", Bytes: 4096, Align: 32, Region: kernels.Interleaved},
 		{Name: "L0", Bytes: 100000, Align: 32, Live: [2]int{1, 2}},
 		{Name: "Y0", Bytes: 20000, Align: 32, Live: [2]int{1, 3}},
@@ -81,7 +81,7 @@ func TestPlaceLifetimes(t *testing.T) {
 // A plan that does not fit says what was needed against what the tile
 // holds, and the largest buffers.
 func TestPlaceFitError(t *testing.T) {
-	_, err := Place([]low.Buffer{
+	_, err := Place([]tile.Buffer{
 		{Name: "big", Bytes: 500000, Align: 32, Region: kernels.Interleaved},
 		{Name: "a", Bytes: 1000, Align: 32},
 	})
@@ -101,9 +101,9 @@ func TestPlaceFitError(t *testing.T) {
 // a panel, fit that way and not otherwise. A buffer with an element rule
 // never spans it, and a layout the first fits is kept as it is.
 func TestPlaceSpanning(t *testing.T) {
-	r0 := int(Region0End - DataBase)
-	r1 := int(Region1End - ipu21.Region1Base)
-	bufs := []low.Buffer{
+	r0 := int(tile.Region0End - tile.DataBase)
+	r1 := int(tile.Region1End - ipu21.Region1Base)
+	bufs := []tile.Buffer{
 		{Name: "W", Bytes: 64 << 10, Align: 32, Region: kernels.Interleaved},
 		{Name: "H0", Bytes: r0 + 4096, Align: 32},
 		{Name: "H1", Bytes: r1 - (64 << 10) - 8192, Align: 32},
@@ -118,7 +118,7 @@ func TestPlaceSpanning(t *testing.T) {
 	end := map[string]uint32{}
 	for _, b := range bufs {
 		end[b.Name] = addr[b.Name] + uint32(b.Bytes)
-		if addr[b.Name] < DataBase || end[b.Name] > Region1End {
+		if addr[b.Name] < tile.DataBase || end[b.Name] > tile.Region1End {
 			t.Errorf("%s at [%#x, %#x) outside the data regions", b.Name, addr[b.Name], end[b.Name])
 		}
 	}
@@ -138,7 +138,7 @@ func TestPlaceSpanning(t *testing.T) {
 		t.Errorf("H0, with an element rule, at %#x spans the regions' boundary", a["H0"])
 	}
 	// What the first layout fits keeps its addresses.
-	small := []low.Buffer{{Name: "W", Bytes: 4096, Align: 32, Region: kernels.Interleaved}, {Name: "A", Bytes: 4096, Align: 32}}
+	small := []tile.Buffer{{Name: "W", Bytes: 4096, Align: 32, Region: kernels.Interleaved}, {Name: "A", Bytes: 4096, Align: 32}}
 	first, _ := place(small, false)
 	got, err := Place(small)
 	if err != nil || got["W"] != first["W"] || got["A"] != first["A"] {

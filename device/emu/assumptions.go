@@ -61,7 +61,7 @@ var assumptions = []Assumption{
 		Name: "amp-state-retained",
 		Rule: "A worker's AMP accumulators ($AACC: the row being accumulated, cur[16], and the finished row not yet drained, done[16]) " +
 			"keep their values when the worker exits (exitz/exitnz), across the next run/runall of that context, and across $CWEI " +
-			"reloads by the supervisor between runs; only $FP_CLR.ZAACC clears them. ipustack's fast GEMM (kernels/src/gemm.inc) " +
+			"reloads by the supervisor between runs; only $FP_CLR.ZAACC clears them. ipustack's fast GEMM (kernels/assemble/src/gemm.inc) " +
 			"relies on it: a run ends without draining its last row, and the next run's first four AMP issues drain it.",
 		Evidence: "Not settled. The hover text and docs/amp-and-pace.md define $AACC per context but say nothing about exit. The reference " +
 			"stack's kernels (osmarks/ipu-stack device/*.S) and poplibs' ConvPartial/ReduceAdd codelets clear $AACC (ZAACC) at the start " +

@@ -6,13 +6,14 @@ import (
 
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // gemmOut runs a GEMM kernel with seed 3 on a tile with the assumption
 // set and returns its output panel, the tile and the case.
 func gemmOut(t *testing.T, name string, sh gemmShape, set emu.AssumptionSet) ([]byte, *emu.Tile, *Case) {
 	t.Helper()
-	p, err := prepareAssuming(name, sh.params(), 3, kernels.Cache{}, set)
+	p, err := prepareAssuming(name, sh.params(), 3, assemble.Cache{}, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestKernelsUnderConservative(t *testing.T) {
 			continue
 		}
 		for _, set := range []emu.AssumptionSet{emu.DefaultAssumptions, emu.ConservativeAssumptions} {
-			rep, err := RunAssuming(name, nil, 1, kernels.Cache{}, set)
+			rep, err := RunAssuming(name, nil, 1, assemble.Cache{}, set)
 			if (name == kernels.GemmF16 || name == "gemm_f16_f32acc") && set == emu.ConservativeAssumptions {
 				if err == nil || rep == nil || rep.Pass {
 					t.Errorf("%s passes under %s", name, set)
@@ -130,7 +131,7 @@ func TestGemmDrainShapes(t *testing.T) {
 	}{{kernels.GemmF16Drain, 16}, {"gemm_f16_f32acc_drain", 8}} {
 		for _, s := range gemmShapes(v.cols) {
 			for _, set := range []emu.AssumptionSet{emu.DefaultAssumptions, emu.ConservativeAssumptions} {
-				if _, err := RunAssuming(v.name, s.params(), 7, kernels.Cache{}, set); err != nil {
+				if _, err := RunAssuming(v.name, s.params(), 7, assemble.Cache{}, set); err != nil {
 					t.Errorf("%s %v (%s): %v", v.name, s, set, err)
 				}
 			}

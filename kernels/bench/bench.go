@@ -15,6 +15,7 @@ import (
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/ipu21"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // Case is one prepared run: argument register values and a checker.
@@ -126,7 +127,7 @@ func CallCycles(res emu.Result) uint64 { return res.Cycle - 1 - callOverhead }
 // prepared is a kernel loaded on a fresh tile with its inputs written.
 type prepared struct {
 	kernel *kernels.Kernel
-	built  *kernels.Built
+	built  *assemble.Built
 	tile   *emu.Tile
 	c      *Case
 	entry  uint32
@@ -135,12 +136,12 @@ type prepared struct {
 
 // loadKernel builds a kernel, links it with the harness and loads it on a
 // fresh tile, without data.
-func loadKernel(name string, given kernels.Params, cache kernels.Cache) (*prepared, error) {
+func loadKernel(name string, given kernels.Params, cache assemble.Cache) (*prepared, error) {
 	k, err := kernels.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	built, err := k.Build(given, cache)
+	built, err := assemble.Build(k, given, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -164,12 +165,12 @@ func loadKernel(name string, given kernels.Params, cache kernels.Cache) (*prepar
 }
 
 // prepare loads a kernel and writes its seeded inputs with its bench setup.
-func prepare(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*prepared, error) {
+func prepare(name string, given kernels.Params, seed uint64, cache assemble.Cache) (*prepared, error) {
 	return prepareAssuming(name, given, seed, cache, emu.DefaultAssumptions)
 }
 
 // prepareAssuming is prepare on a tile running with the assumption set.
-func prepareAssuming(name string, given kernels.Params, seed uint64, cache kernels.Cache, set emu.AssumptionSet) (*prepared, error) {
+func prepareAssuming(name string, given kernels.Params, seed uint64, cache assemble.Cache, set emu.AssumptionSet) (*prepared, error) {
 	setup, ok := setups[name]
 	if !ok {
 		if _, err := kernels.Lookup(name); err != nil {
@@ -209,14 +210,14 @@ func (p *prepared) execute() (emu.Result, error) {
 
 // Run builds and runs one kernel specialisation with data from seed, on a
 // tile with the default assumptions.
-func Run(name string, given kernels.Params, seed uint64, cache kernels.Cache) (*Report, error) {
+func Run(name string, given kernels.Params, seed uint64, cache assemble.Cache) (*Report, error) {
 	return RunAssuming(name, given, seed, cache, emu.DefaultAssumptions)
 }
 
 // RunAssuming is Run on a tile running with the assumption set (e.g.
 // emu.ConservativeAssumptions for `ipu kernel run --conservative`). A
 // kernel that depends on an assumption left out fails its numerical check.
-func RunAssuming(name string, given kernels.Params, seed uint64, cache kernels.Cache, set emu.AssumptionSet) (*Report, error) {
+func RunAssuming(name string, given kernels.Params, seed uint64, cache assemble.Cache, set emu.AssumptionSet) (*Report, error) {
 	p, err := prepareAssuming(name, given, seed, cache, set)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 func TestAddBiasF16(t *testing.T) {
@@ -11,7 +12,7 @@ func TestAddBiasF16(t *testing.T) {
 		{1, 1, 0}, {5, 1, 0}, {6, 3, 0}, {7, 3, 2}, {64, 16, 0}, {100, 27, 26}, {13, 100, 50},
 		{27 * 4, 27, 0}, {576 / 16 * 3, 27, 9}, {1000, 43, 17}, {6144, 768, 0},
 	} {
-		rep, err := Run("add_bias_f16", kernels.Params{"rows": c.rows, "r": c.r, "first": c.first}, uint64(c.rows*c.r+c.first), kernels.Cache{})
+		rep, err := Run("add_bias_f16", kernels.Params{"rows": c.rows, "r": c.r, "first": c.first}, uint64(c.rows*c.r+c.first), assemble.Cache{})
 		if err != nil {
 			t.Fatalf("rows=%d r=%d first=%d: %v", c.rows, c.r, c.first, err)
 		}

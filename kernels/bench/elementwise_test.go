@@ -9,12 +9,13 @@ import (
 
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 func TestGeluF16(t *testing.T) {
 	for _, precise := range []int{0, 1} {
 		for _, n := range []int{4, 8, 12, 20, 24, 28, 44, 100, 1004, 232 * 48} {
-			rep, err := Run("gelu_f16", kernels.Params{"n": n, "precise": precise}, uint64(n), kernels.Cache{})
+			rep, err := Run("gelu_f16", kernels.Params{"n": n, "precise": precise}, uint64(n), assemble.Cache{})
 			if err != nil {
 				t.Fatalf("n=%d precise=%d: %v", n, precise, err)
 			}
@@ -25,7 +26,7 @@ func TestGeluF16(t *testing.T) {
 
 func TestReduceAddF16(t *testing.T) {
 	for _, c := range []struct{ n, parts int }{{4, 1}, {4, 2}, {8, 3}, {20, 2}, {24, 4}, {28, 5}, {44, 1}, {100, 7}, {1004, 2}, {232 * 48, 4}, {64, 85}} {
-		rep, err := Run("reduce_add_f16", kernels.Params{"n": c.n, "parts": c.parts}, uint64(c.n*c.parts), kernels.Cache{})
+		rep, err := Run("reduce_add_f16", kernels.Params{"n": c.n, "parts": c.parts}, uint64(c.n*c.parts), assemble.Cache{})
 		if err != nil {
 			t.Fatalf("n=%d parts=%d: %v", c.n, c.parts, err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 	"github.com/x448/float16"
 )
 
@@ -22,7 +23,7 @@ func TestSoftmaxF16Panels(t *testing.T) {
 	} {
 		for _, stats := range []int{0, 1} {
 			p := kernels.Params{"rows": c.rows, "keys": c.keys, "valid": c.valid, "dk": c.dk, "stats": stats, "panels": 1}
-			rep, err := Run("softmax_f16", p, uint64(c.rows*c.keys+c.valid), kernels.Cache{})
+			rep, err := Run("softmax_f16", p, uint64(c.rows*c.keys+c.valid), assemble.Cache{})
 			if err != nil {
 				t.Fatalf("%v: %v", p, err)
 			}
@@ -130,7 +131,7 @@ func TestLayerNormF16Panels(t *testing.T) {
 		{7, 112, 1}, {5, 80, 0}, {13, 48, 1}, {3, 208, 0}, {256, 16, 0}, {256, 128, 1}, {2, 16384, 1},
 	} {
 		p := kernels.Params{"rows": c.rows, "width": c.width, "residual": c.residual, "panels": 1}
-		rep, err := Run("layer_norm_f16", p, uint64(c.rows*c.width+c.residual), kernels.Cache{})
+		rep, err := Run("layer_norm_f16", p, uint64(c.rows*c.width+c.residual), assemble.Cache{})
 		if err != nil {
 			t.Fatalf("%v: %v", p, err)
 		}

@@ -8,13 +8,14 @@ import (
 	"github.com/ipustack/ipustack/device/emu"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 	"github.com/ipustack/ipustack/reference"
 	"github.com/x448/float16"
 )
 
 func TestAddF16(t *testing.T) {
 	for _, n := range []int{4, 8, 20, 24, 28, 44, 100, 1004, 729 * 4, 1152 * 3} {
-		rep, err := Run("add_f16", kernels.Params{"n": n}, uint64(n), kernels.Cache{})
+		rep, err := Run("add_f16", kernels.Params{"n": n}, uint64(n), assemble.Cache{})
 		if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}
@@ -59,7 +60,7 @@ func TestLayerNormF16(t *testing.T) {
 		{3, 1152, 0}, {3, 1152, 1}, {7, 100, 1}, {5, 72, 0}, {13, 36, 1}, {256, 8, 0},
 	} {
 		p := kernels.Params{"rows": c.rows, "width": c.width, "residual": c.residual}
-		rep, err := Run("layer_norm_f16", p, uint64(c.rows*c.width+c.residual), kernels.Cache{})
+		rep, err := Run("layer_norm_f16", p, uint64(c.rows*c.width+c.residual), assemble.Cache{})
 		if err != nil {
 			t.Fatalf("%v: %v", p, err)
 		}
@@ -126,7 +127,7 @@ func TestSoftmaxF16(t *testing.T) {
 	} {
 		for _, stats := range []int{0, 1} {
 			p := kernels.Params{"rows": c.rows, "keys": c.keys, "valid": c.valid, "dk": c.dk, "stats": stats}
-			rep, err := Run("softmax_f16", p, uint64(c.rows*c.keys+c.valid), kernels.Cache{})
+			rep, err := Run("softmax_f16", p, uint64(c.rows*c.keys+c.valid), assemble.Cache{})
 			if err != nil {
 				t.Fatalf("%v: %v", p, err)
 			}
@@ -171,7 +172,7 @@ func TestAttentionMergeF16(t *testing.T) {
 		for _, b32 := range []int{0, 1} {
 			for _, c := range []struct{ rows, values int }{{8, 72}, {7, 72}, {1, 4}, {13, 20}, {5, 100}, {64, 64}} {
 				p := kernels.Params{"rows": c.rows, "values": c.values, "mode": mode, "bacc32": b32}
-				rep, err := Run("attention_merge_f16", p, uint64(c.rows*c.values+mode), kernels.Cache{})
+				rep, err := Run("attention_merge_f16", p, uint64(c.rows*c.values+mode), assemble.Cache{})
 				if err != nil {
 					t.Fatalf("%v: %v", p, err)
 				}

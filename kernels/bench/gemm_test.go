@@ -5,6 +5,7 @@ import (
 
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 type gemmShape struct{ k, c, r int }
@@ -31,7 +32,7 @@ func gemmShapes(cols int) []gemmShape {
 
 func TestGemmF16(t *testing.T) {
 	for _, s := range gemmShapes(16) {
-		rep, err := Run("gemm_f16", s.params(), 7, kernels.Cache{})
+		rep, err := Run("gemm_f16", s.params(), 7, assemble.Cache{})
 		if err != nil {
 			t.Fatalf("%v: %v", s, err)
 		}
@@ -43,7 +44,7 @@ func TestGemmF16F32Acc(t *testing.T) {
 	shapes := gemmShapes(8)
 	shapes = append(shapes, gemmShape{16, 8, 3}, gemmShape{32, 24, 19})
 	for _, s := range shapes {
-		rep, err := Run("gemm_f16_f32acc", s.params(), 11, kernels.Cache{})
+		rep, err := Run("gemm_f16_f32acc", s.params(), 11, assemble.Cache{})
 		if err != nil {
 			t.Fatalf("%v: %v", s, err)
 		}
@@ -56,7 +57,7 @@ func TestGemmSeeds(t *testing.T) {
 	for _, name := range []string{"gemm_f16", "gemm_f16_f32acc"} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			for _, s := range []gemmShape{{48, 48, 37}, {16, 16, 5}} {
-				if _, err := Run(name, s.params(), seed, kernels.Cache{}); err != nil {
+				if _, err := Run(name, s.params(), seed, assemble.Cache{}); err != nil {
 					t.Fatalf("%s %v seed %d: %v", name, s, seed, err)
 				}
 			}
@@ -67,7 +68,7 @@ func TestGemmSeeds(t *testing.T) {
 // The target block: gemm_f16 at k=240, c=48, r=232 must reach 85 % of the
 // AMP peak (64 MAC per cycle) in simulated cycles, which are deterministic.
 func TestGemmF16Peak(t *testing.T) {
-	rep, err := Run("gemm_f16", kernels.Params{"k": 240, "c": 48, "r": 232}, 1, kernels.Cache{})
+	rep, err := Run("gemm_f16", kernels.Params{"k": 240, "c": 48, "r": 232}, 1, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestGemmF16Peak(t *testing.T) {
 	}
 	// f16v4sisoamp does 32 MAC per issue, so its ceiling is 50 % of the f16
 	// peak; require 40 %.
-	rep, err = Run("gemm_f16_f32acc", kernels.Params{"k": 240, "c": 48, "r": 232}, 1, kernels.Cache{})
+	rep, err = Run("gemm_f16_f32acc", kernels.Params{"k": 240, "c": 48, "r": 232}, 1, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestGemmF16Peak(t *testing.T) {
 // case, so a test can tamper with the result before checking it.
 func gemmRun(t *testing.T, name string, params kernels.Params, seed uint64) (*emu.Tile, *Case) {
 	t.Helper()
-	p, err := prepare(name, params, seed, kernels.Cache{})
+	p, err := prepare(name, params, seed, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestGemmEdgeShapes(t *testing.T) {
 	}
 	for _, name := range []string{"gemm_f16", "gemm_f16_f32acc"} {
 		for _, s := range shapes {
-			rep, err := Run(name, s.params(), uint64(s.r), kernels.Cache{})
+			rep, err := Run(name, s.params(), uint64(s.r), assemble.Cache{})
 			if err != nil {
 				t.Fatalf("%s %v: %v", name, s, err)
 			}

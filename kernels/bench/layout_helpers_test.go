@@ -5,6 +5,7 @@ import (
 
 	"github.com/ipustack/ipustack/device/emu"
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // layRunRaw builds, links and runs a kernel on a fresh tile after write
@@ -12,7 +13,7 @@ import (
 // tile for inspection.
 func layRunRaw(t *testing.T, name string, given kernels.Params, args map[int]uint32, write func(*emu.Tile)) *emu.Tile {
 	t.Helper()
-	p, err := loadKernel(name, given, kernels.Cache{})
+	p, err := loadKernel(name, given, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func layRunRaw(t *testing.T, name string, given kernels.Params, args map[int]uin
 // finite value: no check may accept the corrupted output.
 func layRunAndCorrupt(t *testing.T, name string, given kernels.Params, seed uint64, off uint32) error {
 	t.Helper()
-	p, err := prepare(name, given, seed, kernels.Cache{})
+	p, err := prepare(name, given, seed, assemble.Cache{})
 	if err != nil {
 		t.Fatal(err)
 	}

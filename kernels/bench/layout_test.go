@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 func TestCopyF16(t *testing.T) {
 	for _, n := range []int{8, 16, 40, 48, 56, 104, 4096, 10000, 65536} {
-		rep, err := Run("copy_f16", kernels.Params{"n": n}, uint64(n), kernels.Cache{})
+		rep, err := Run("copy_f16", kernels.Params{"n": n}, uint64(n), assemble.Cache{})
 		if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}
@@ -27,7 +28,7 @@ func TestPackLeftF16(t *testing.T) {
 		{232, 240, 0}, {232, 240, 256}, {100, 1000, 0}, {6, 2044, 0}, {7, 2044, 0},
 	} {
 		p := kernels.Params{"r": c.r, "k": c.k, "stride": c.stride}
-		rep, err := Run("pack_left_f16", p, uint64(c.r*1000+c.k), kernels.Cache{})
+		rep, err := Run("pack_left_f16", p, uint64(c.r*1000+c.k), assemble.Cache{})
 		if err != nil {
 			t.Fatalf("%v: %v", p, err)
 		}
@@ -52,7 +53,7 @@ func TestUnpackOut(t *testing.T) {
 	for _, name := range []string{"unpack_out_f16", "unpack_out_f32"} {
 		for _, c := range layUnpackShapes {
 			p := kernels.Params{"r": c.r, "c": c.c, "stride": c.stride}
-			rep, err := Run(name, p, uint64(c.r*1000+c.c), kernels.Cache{})
+			rep, err := Run(name, p, uint64(c.r*1000+c.c), assemble.Cache{})
 			if err != nil {
 				t.Fatalf("%s %v: %v", name, p, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // TestParameterExtremes runs kernels at the largest parameters their
@@ -26,7 +27,7 @@ func TestParameterExtremes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := Run(c.name, c.p, 3, kernels.Cache{}); err != nil {
+			if _, err := Run(c.name, c.p, 3, assemble.Cache{}); err != nil {
 				t.Fatal(err)
 			}
 		})

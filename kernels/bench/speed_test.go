@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ipustack/ipustack/kernels"
+	"github.com/ipustack/ipustack/kernels/assemble"
 )
 
 // BenchmarkEmulateGemmF16 measures how fast the emulator executes the GEMM
@@ -14,7 +15,7 @@ func BenchmarkEmulateGemmF16(b *testing.B) {
 	var bundles uint64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		p, err := prepare("gemm_f16", params, 1, kernels.Cache{})
+		p, err := prepare("gemm_f16", params, 1, assemble.Cache{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,7 +1,8 @@
-package kernels
+package assemble
 
 import (
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,22 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/ipustack/ipustack/asm"
 	"github.com/ipustack/ipustack/elf"
 	"github.com/ipustack/ipustack/isa"
+	"github.com/ipustack/ipustack/kernels"
 )
+
+//go:embed src/*.S src/*.inc
+var sources embed.FS
+
+// SourceText returns the embedded source of a kernel file (a name under
+// src/, e.g. "gemm_f16.S" or "common.inc").
+func SourceText(file string) ([]byte, error) {
+	return sources.ReadFile("src/" + file)
+}
 
 // AssemblerVersion is part of every cache key: bump it when the assembler
 // or the instruction table changes what a source assembles to.
@@ -25,9 +37,9 @@ const AssemblerVersion = "ipustack-asm-1"
 
 // Built is one assembled kernel specialisation.
 type Built struct {
-	Kernel *Kernel
-	Params Params
-	Key    string // sha256 of sources, parameters and assembler version
+	Kernel *kernels.Kernel
+	Params kernels.Params // resolved: every parameter, defaults filled
+	Key    string         // sha256 of sources, parameters and assembler version
 	Object *elf.Object
 	// Cached is true when the object came from the cache.
 	Cached bool
@@ -60,10 +72,19 @@ func DefaultCache() Cache {
 	return Cache{Dir: filepath.Join(base, "ipustack", "kernels")}
 }
 
-// key hashes everything the object depends on: every embedded source and
-// include (a kernel may include any of them), the parameters and the
-// assembler version.
-func (k *Kernel) key(p Params) (string, error) {
+// Key is the cache key of k with resolved parameters p: a hash of
+// everything the object depends on — every embedded source and include (a
+// kernel may include any of them), the parameters, the assembler version
+// and any encoding overlay.
+func Key(k *kernels.Kernel, p kernels.Params) (string, error) {
+	return key(sources, k, p)
+}
+
+// key hashes fsys's src/* files (in name order) with the kernel's name and
+// source, the parameters and the assembler version. Its byte stream is the
+// cache's on-disk contract: changing it orphans every cached entry
+// (TestKeyStable pins it).
+func key(fsys fs.FS, k *kernels.Kernel, p kernels.Params) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", AssemblerVersion, k.Name, k.Source)
 	// Under an encoding overlay (isa.Install) the same source assembles to
@@ -71,13 +92,13 @@ func (k *Kernel) key(p Params) (string, error) {
 	if fp := isa.Fingerprint(); fp != "" {
 		fmt.Fprintf(h, "isa-overlay\x00%s\x00", fp)
 	}
-	names, err := fs.Glob(sources, "src/*")
+	names, err := fs.Glob(fsys, "src/*")
 	if err != nil {
 		return "", err
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		data, err := sources.ReadFile(n)
+		data, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			return "", err
 		}
@@ -88,35 +109,25 @@ func (k *Kernel) key(p Params) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Defines are the -D definitions a specialisation is assembled with:
+// defines are the -D definitions a specialisation is assembled with:
 // each parameter upper-cased (k=240 -> K=240).
-func (p Params) Defines() map[string]string {
+func defines(p kernels.Params) map[string]string {
 	d := make(map[string]string, len(p))
 	for name, v := range p {
-		d[upper(name)] = strconv.Itoa(v)
+		d[strings.ToUpper(name)] = strconv.Itoa(v)
 	}
 	return d
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }
 
 // Build assembles a specialisation of k, using the cache when it holds a
 // valid entry. A corrupted or mismatching entry is logged, rebuilt and
 // replaced.
-func (k *Kernel) Build(given Params, cache Cache) (*Built, error) {
+func Build(k *kernels.Kernel, given kernels.Params, cache Cache) (*Built, error) {
 	p, err := k.Resolve(given)
 	if err != nil {
 		return nil, err
 	}
-	key, err := k.key(p)
+	key, err := Key(k, p)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", k.Name, err)
 	}
@@ -135,8 +146,8 @@ func (k *Kernel) Build(given Params, cache Cache) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", k.Name, err)
 	}
-	obj, err := asm.Assemble("kernels/src/"+k.Source, src, asm.Options{
-		Defines: p.Defines(),
+	obj, err := asm.Assemble("kernels/assemble/src/"+k.Source, src, asm.Options{
+		Defines: defines(p),
 		ReadFile: func(name string) ([]byte, error) {
 			return sources.ReadFile(path.Join("src", path.Base(name)))
 		},
@@ -153,9 +164,18 @@ func (k *Kernel) Build(given Params, cache Cache) (*Built, error) {
 	return b, nil
 }
 
+// BuildSpec builds the specialisation a typed spec calls.
+func BuildSpec(s kernels.Spec, cache Cache) (*Built, error) {
+	k, err := kernels.Lookup(s.Name())
+	if err != nil {
+		return nil, err
+	}
+	return Build(k, s.Params(), cache)
+}
+
 func (c Cache) entry(key string) string { return filepath.Join(c.Dir, key) }
 
-func (c Cache) load(key string, k *Kernel, p Params) (*elf.Object, error) {
+func (c Cache) load(key string, k *kernels.Kernel, p kernels.Params) (*elf.Object, error) {
 	dir := c.entry(key)
 	metaBytes, err := os.ReadFile(filepath.Join(dir, "kernel.json"))
 	if err != nil {
@@ -173,14 +193,14 @@ func (c Cache) load(key string, k *Kernel, p Params) (*elf.Object, error) {
 	if m.ObjectSHA256 != hex.EncodeToString(sum[:]) {
 		return nil, fmt.Errorf("kernel.o does not match the checksum in kernel.json")
 	}
-	if m.Kernel != k.Name || m.AssemblerVersion != AssemblerVersion || Params(m.Params).String() != p.String() {
+	if m.Kernel != k.Name || m.AssemblerVersion != AssemblerVersion || kernels.Params(m.Params).String() != p.String() {
 		return nil, fmt.Errorf("kernel.json describes %s (%s, %s), want %s (%s, %s)",
-			m.Kernel, Params(m.Params), m.AssemblerVersion, k.Name, p, AssemblerVersion)
+			m.Kernel, kernels.Params(m.Params), m.AssemblerVersion, k.Name, p, AssemblerVersion)
 	}
 	return elf.Parse(filepath.Join(dir, "kernel.o"), data)
 }
 
-func (c Cache) store(key string, k *Kernel, p Params, obj *elf.Object) error {
+func (c Cache) store(key string, k *kernels.Kernel, p kernels.Params, obj *elf.Object) error {
 	data, err := obj.Marshal()
 	if err != nil {
 		return err

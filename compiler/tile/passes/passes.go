@@ -1,4 +1,4 @@
-package low
+package passes
 
 import (
 	"cmp"
@@ -7,24 +7,12 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/kernels"
 )
 
-// Optimisation passes over a lowered plan. Each pass rewrites the plan in
-// place and reports what it changed; none changes what the plan computes.
-//
-// A pass never writes into a slice or map it did not allocate: it replaces
-// Programs, Exchanges, op lists, buffer lists and parameter maps with new
-// ones when it changes them, so a plan copied by value (cp := *pl) before a
-// pass keeps its original content.
-//
-// The passes only rely on the plan's data model and the kernel access
-// contract (kernels.Operand): an op they cannot analyse (an unknown kernel,
-// parameters that do not resolve, a ref that steps with a loop where none
-// is expected) is kept as it is, never a panic.
-
-// PassReport is what one pass changed.
-type PassReport struct {
+// Report is what one pass changed.
+type Report struct {
 	Pass    string // "group_exchanges", "merge_copies", "eliminate"
 	Changes int    // items removed or merged (0: nothing to do)
 	Detail  []any  // slog-style key/value pairs describing the change, e.g. "phase", 2, "transfers_before", 9000, "transfers_after", 2970
@@ -32,46 +20,157 @@ type PassReport struct {
 
 // Log records the report on log (nil: slog.Default()) as one "low pass"
 // event: the pass, its change count and its detail.
-func (r PassReport) Log(log *slog.Logger) {
+func (r Report) Log(log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
 	log.Info("low pass", append([]any{"pass", r.Pass, "changes", r.Changes}, r.Detail...)...)
 }
 
-// Optimize runs GroupExchanges, MergeCopies and Eliminate in that order and
-// returns their reports (also kept in pl.Passes for the build's log).
+// Pass is one entry of the pass table.
+type Pass struct {
+	Name string
+	Run  func(*tile.Program) Report
+	// After names passes of which some entry must come before this one,
+	// Before passes of which some entry must come after it: the order
+	// constraints, each with its reason in the table's comments.
+	After, Before []string
+	// If, for an entry that runs a pass the table already ran (a rerun),
+	// names an earlier pass: the rerun runs only when that pass changed
+	// something, and its changes are added to the pass's first report
+	// (under "after_<If>"). A pass named twice needs If.
+	If string
+}
+
+// Table is the passes in the order Optimize runs them, with their order
+// constraints (checked at init: checkTable).
 //
-// Eliminate can make two copies adjacent (by dropping a clear or the
-// exchange of an empty phase between them), so when it changed anything
-// MergeCopies runs once more and its changes are added to the MergeCopies
-// report (under "after_eliminate"). Nothing else feeds back (grouping
-// transfers and merging copies read and write the same bytes as before, so
-// they cannot enable another elimination), which makes Optimize
-// idempotent: a second run reports no changes.
-func Optimize(pl *Plan) []PassReport {
-	g := GroupExchanges(pl)
-	m := MergeCopies(pl)
-	e := Eliminate(pl)
-	if e.Changes > 0 {
-		if again := MergeCopies(pl); again.Changes > 0 {
-			m.Changes += again.Changes
-			m.Detail = append(m.Detail, slog.Group("after_eliminate", again.Detail...))
+//   - group_exchanges merges contiguous transfer pieces. Nothing it reads
+//     is changed by the others, nor does it enable them (the merged
+//     transfer moves the same bytes), so it is unconstrained.
+//   - merge_copies merges adjacent contiguous copy_f16 calls.
+//   - eliminate drops dead clears, empty phases and unused buffers. It can
+//     make two copies adjacent (by dropping a clear or the exchange of an
+//     empty phase between them): merge_copies must run after it.
+//   - merge_copies again, only when eliminate changed something. Nothing
+//     else feeds back (grouping transfers and merging copies read and
+//     write the same bytes as before, so they cannot enable another
+//     elimination), which makes Optimize idempotent: a second run reports
+//     no changes.
+var Table = []Pass{
+	{Name: "group_exchanges", Run: GroupExchanges},
+	{Name: "merge_copies", Run: MergeCopies},
+	{Name: "eliminate", Run: Eliminate, Before: []string{"merge_copies"}},
+	{Name: "merge_copies", Run: MergeCopies, After: []string{"eliminate"}, If: "eliminate"},
+}
+
+func init() {
+	if err := checkTable(Table); err != nil {
+		panic("BUG: passes: " + err.Error())
+	}
+}
+
+// checkTable checks a pass table: every entry named and runnable, every
+// constraint naming a pass of the table and honoured by the declared
+// order (which is then an order satisfying them all), and every rerun
+// conditional on an earlier pass.
+func checkTable(table []Pass) error {
+	names := map[string]bool{}
+	for _, p := range table {
+		names[p.Name] = true
+	}
+	ran := map[string]bool{}
+	for i, p := range table {
+		if p.Name == "" || p.Run == nil {
+			return fmt.Errorf("entry %d (%q): no name or no function", i, p.Name)
+		}
+		for _, a := range p.After {
+			switch {
+			case !names[a]:
+				return fmt.Errorf("entry %d (%s): after %q, which is not in the table", i, p.Name, a)
+			case !ran[a]:
+				return fmt.Errorf("entry %d (%s) must run after %s, which the table runs only later", i, p.Name, a)
+			}
+		}
+		for _, b := range p.Before {
+			if !names[b] {
+				return fmt.Errorf("entry %d (%s): before %q, which is not in the table", i, p.Name, b)
+			}
+			if !slices.ContainsFunc(table[i+1:], func(q Pass) bool { return q.Name == b }) {
+				return fmt.Errorf("entry %d (%s) must run before %s, which the table does not run after it", i, p.Name, b)
+			}
+		}
+		switch {
+		case ran[p.Name] && p.If == "":
+			return fmt.Errorf("entry %d (%s) runs the pass again without a condition (If)", i, p.Name)
+		case p.If != "" && !ran[p.Name]:
+			return fmt.Errorf("entry %d (%s) has a condition (If %s) but is the pass's first run", i, p.Name, p.If)
+		case p.If != "" && (!ran[p.If] || p.If == p.Name):
+			return fmt.Errorf("entry %d (%s): condition %q is not an earlier pass", i, p.Name, p.If)
+		}
+		ran[p.Name] = true
+	}
+	return nil
+}
+
+// Optimize runs the pass table over pl and returns one report per pass,
+// in the order of their first runs (group_exchanges, merge_copies,
+// eliminate). A nil program gets reports of no change.
+func Optimize(pl *tile.Program) []Report {
+	reps, _ := run(Table, pl, nil)
+	return reps
+}
+
+// OptimizeVerified is Optimize with pl.Verify() before the first pass and
+// after every one, as tests run it; it stops at the first failure, which
+// names the pass after which the program stopped being valid.
+func OptimizeVerified(pl *tile.Program) ([]Report, error) {
+	if err := pl.Verify(); err != nil {
+		return nil, fmt.Errorf("before the passes: %w", err)
+	}
+	return run(Table, pl, func(p *Pass) error {
+		if err := pl.Verify(); err != nil {
+			return fmt.Errorf("after %s: %w", p.Name, err)
+		}
+		return nil
+	})
+}
+
+// run runs table over pl, calling check (when not nil) after each entry
+// that ran.
+func run(table []Pass, pl *tile.Program, check func(*Pass) error) ([]Report, error) {
+	var reps []Report
+	first := map[string]int{} // a pass's report in reps
+	for i := range table {
+		p := &table[i]
+		at, again := first[p.Name]
+		if again {
+			if reps[first[p.If]].Changes == 0 {
+				continue
+			}
+		}
+		r := p.Run(pl)
+		if again {
+			if r.Changes > 0 {
+				m := &reps[at]
+				m.Changes += r.Changes
+				m.Detail = append(m.Detail, slog.Group("after_"+p.If, r.Detail...))
+			}
+		} else {
+			first[p.Name] = len(reps)
+			reps = append(reps, r)
+		}
+		if check != nil {
+			if err := check(p); err != nil {
+				return reps, err
+			}
 		}
 	}
-	reps := []PassReport{g, m, e}
-	if pl != nil {
-		pl.Passes = reps
-	}
-	return reps
+	return reps, nil
 }
 
 // ---------------------------------------------------------------------------
 // GroupExchanges
-
-// maxTransferWords is the largest transfer the exchange scheduler accepts
-// (compiler/exchange checkPhase); merging stops short of it.
-const maxTransferWords = 1 << 20
 
 // GroupExchanges merges, within each exchange phase, transfers that are
 // one contiguous range on the source and on every destination: the same
@@ -85,14 +184,14 @@ const maxTransferWords = 1 << 20
 // words summed, placed where the first of its pieces was in the phase. The
 // work is O(n log n) per phase: the transfers are sorted by (group, source
 // offset, index), then chained in one scan.
-func GroupExchanges(pl *Plan) PassReport {
-	rep := PassReport{Pass: "group_exchanges"}
+func GroupExchanges(pl *tile.Program) Report {
+	rep := Report{Pass: "group_exchanges"}
 	if pl == nil {
 		return rep
 	}
 	before, after := 0, 0
 	var changed []string
-	var phases []XPhase
+	var phases []tile.XPhase
 	for p := range pl.Exchanges {
 		ph := &pl.Exchanges[p]
 		out := groupTransfers(ph.Transfers)
@@ -121,9 +220,9 @@ func GroupExchanges(pl *Plan) PassReport {
 // groupKey is what transfers must share to be merged: the source tile, the
 // source buffer and step, and every destination's tile, buffer and step
 // (offsets are compared by the chaining).
-func groupKey(t *XTransfer) string {
+func groupKey(t *tile.XTransfer) string {
 	b := make([]byte, 0, 32+16*len(t.Dsts))
-	ref := func(r Ref) {
+	ref := func(r tile.Ref) {
 		b = strconv.AppendQuote(b, r.Buf)
 		for _, s := range r.Step {
 			b = append(b, ',')
@@ -142,7 +241,7 @@ func groupKey(t *XTransfer) string {
 
 // groupTransfers returns ts with contiguous pieces merged (ts itself when
 // nothing merges).
-func groupTransfers(ts []XTransfer) []XTransfer {
+func groupTransfers(ts []tile.XTransfer) []tile.XTransfer {
 	if len(ts) < 2 || !mayGroup(ts) {
 		return ts
 	}
@@ -191,7 +290,7 @@ func groupTransfers(ts []XTransfer) []XTransfer {
 			c := -1
 			cands := open[t.SrcRef.Off]
 			for pos, ci := range cands {
-				if chains[ci].words+t.Words <= maxTransferWords && dstsFollow(chains[ci].dstEnd, t.Dsts) {
+				if chains[ci].words+t.Words <= tile.MaxTransferWords && dstsFollow(chains[ci].dstEnd, t.Dsts) {
 					c = ci
 					open[t.SrcRef.Off] = slices.Delete(cands, pos, pos+1)
 					break
@@ -221,7 +320,7 @@ func groupTransfers(ts []XTransfer) []XTransfer {
 		return ts
 	}
 	slices.SortFunc(chains, func(a, b chain) int { return cmp.Compare(a.first, b.first) })
-	out := make([]XTransfer, len(chains))
+	out := make([]tile.XTransfer, len(chains))
 	for k, ch := range chains {
 		out[k] = ts[ch.head]
 		out[k].Words = ch.words
@@ -235,12 +334,12 @@ func groupTransfers(ts []XTransfer) []XTransfer {
 // same tiles and buffers. A cheap necessary condition for groupTransfers
 // to merge anything (steps aside), checked first because most phases have
 // nothing to merge.
-func mayGroup(ts []XTransfer) bool {
+func mayGroup(ts []tile.XTransfer) bool {
 	idx := make([]int32, len(ts))
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	key := func(t *XTransfer) (int, string, int) { return t.Src, t.SrcRef.Buf, t.SrcRef.Off }
+	key := func(t *tile.XTransfer) (int, string, int) { return t.Src, t.SrcRef.Buf, t.SrcRef.Off }
 	slices.SortFunc(idx, func(a, b int32) int {
 		sa, ba, oa := key(&ts[a])
 		sb, bb, ob := key(&ts[b])
@@ -249,7 +348,7 @@ func mayGroup(ts []XTransfer) bool {
 	for _, i := range idx {
 		t := &ts[i]
 		end := t.SrcRef.Off + 4*t.Words
-		at, _ := slices.BinarySearchFunc(idx, t, func(e int32, t *XTransfer) int {
+		at, _ := slices.BinarySearchFunc(idx, t, func(e int32, t *tile.XTransfer) int {
 			se, be, oe := key(&ts[e])
 			return cmp.Or(cmp.Compare(se, t.Src), cmp.Compare(be, t.SrcRef.Buf), cmp.Compare(oe, end))
 		})
@@ -268,7 +367,7 @@ func mayGroup(ts []XTransfer) bool {
 
 // continues reports whether u starts, at every destination, where t ends
 // (same tiles and buffers, in order).
-func continues(t, u *XTransfer) bool {
+func continues(t, u *tile.XTransfer) bool {
 	if len(t.Dsts) != len(u.Dsts) {
 		return false
 	}
@@ -284,7 +383,7 @@ func continues(t, u *XTransfer) bool {
 // dstsFollow reports whether every destination i of a piece starts where
 // destination i of a chain ends (the buffers and steps are equal by the
 // group key).
-func dstsFollow(ends []int, dsts []XDest) bool {
+func dstsFollow(ends []int, dsts []tile.XDest) bool {
 	if len(ends) != len(dsts) {
 		return false
 	}
@@ -312,16 +411,16 @@ func dstsFollow(ends []int, dsts []XDest) bool {
 // in that host phase, so two host copies never read consecutive source
 // bytes — the second reads the window again from its start — and one
 // longer copy would read past the first's piece instead of the second's.
-func MergeCopies(pl *Plan) PassReport {
-	rep := PassReport{Pass: "merge_copies"}
+func MergeCopies(pl *tile.Program) Report {
+	rep := Report{Pass: "merge_copies"}
 	if pl == nil {
 		return rep
 	}
 	merged, tiles := 0, 0
-	var progs []TileProgram
+	var progs []tile.TileProgram
 	for l := range pl.Programs {
 		n0 := merged
-		var calls [2][]Op
+		var calls [2][]tile.Op
 		for c, ops := range pl.Programs[l].Calls {
 			var k int
 			calls[c], k = mergeCopyOps(ops)
@@ -347,17 +446,17 @@ func MergeCopies(pl *Plan) PassReport {
 // mergeCopyOps merges adjacent contiguous copies in ops and, separately,
 // in every loop body; it returns ops itself when nothing merges (and then
 // allocates nothing: most op lists have no adjacent copies).
-func mergeCopyOps(ops []Op) ([]Op, int) {
+func mergeCopyOps(ops []tile.Op) ([]tile.Op, int) {
 	merged := 0
-	var out []Op // nil until something changes
+	var out []tile.Op // nil until something changes
 	grow := func(i int) {
 		if out == nil {
-			out = append(make([]Op, 0, len(ops)), ops[:i]...)
+			out = append(make([]tile.Op, 0, len(ops)), ops[:i]...)
 		}
 	}
 	for i := range ops {
 		op := ops[i]
-		if op.Kind == OpLoop {
+		if op.Kind == tile.OpLoop {
 			if body, k := mergeCopyOps(op.Body); k > 0 {
 				grow(i)
 				op.Body = body
@@ -389,12 +488,12 @@ func mergeCopyOps(ops []Op) ([]Op, int) {
 	return out, merged
 }
 
-func isCopyCall(op *Op) bool { return op.Kind == OpKernel && op.Kernel == kernels.CopyF16 }
+func isCopyCall(op *tile.Op) bool { return op.Kind == tile.OpKernel && op.Kernel == kernels.CopyF16 }
 
 // copyRefs returns the out ($m2) and in ($m3) refs and the resolved size
 // of a copy_f16 call.
-func copyRefs(op *Op) (out, in Ref, n int, ok bool) {
-	if op.Kind != OpKernel || op.Kernel != kernels.CopyF16 || len(op.Args) != 2 {
+func copyRefs(op *tile.Op) (out, in tile.Ref, n int, ok bool) {
+	if op.Kind != tile.OpKernel || op.Kernel != kernels.CopyF16 || len(op.Args) != 2 {
 		return out, in, 0, false
 	}
 	k, err := kernels.Lookup(op.Kernel)
@@ -419,27 +518,27 @@ func copyRefs(op *Op) (out, in Ref, n int, ok bool) {
 // read its in. So the merged ranges must either be the same (an in-place
 // copy, as the contract allows) or not overlap at all; then neither copy
 // reads what the other writes and the order does not matter.
-func mergeCopy(a, b *Op) (Op, bool) {
+func mergeCopy(a, b *tile.Op) (tile.Op, bool) {
 	outA, inA, n1, okA := copyRefs(a)
 	outB, inB, n2, okB := copyRefs(b)
 	if !okA || !okB || !followsRef(outA, n1, outB) || !followsRef(inA, n1, inB) {
-		return Op{}, false
+		return tile.Op{}, false
 	}
 	n := n1 + n2
 	if outA.Buf == inA.Buf {
 		same := outA.Off == inA.Off && outA.Step == inA.Step
 		apart := outA.Step == inA.Step && (outA.Off+n <= inA.Off || inA.Off+n <= outA.Off)
 		if !same && !apart {
-			return Op{}, false
+			return tile.Op{}, false
 		}
 	}
 	k, err := kernels.Lookup(kernels.CopyF16)
 	if err != nil {
-		return Op{}, false
+		return tile.Op{}, false
 	}
-	m := kernelOp(kernels.Copy{N: n}, *a)
+	m := tile.KernelOp(kernels.Copy{N: n}, *a)
 	if _, err := k.Resolve(m.Params); err != nil {
-		return Op{}, false
+		return tile.Op{}, false
 	}
 	m.Args = slices.Clone(a.Args)
 	return m, true
@@ -447,17 +546,17 @@ func mergeCopy(a, b *Op) (Op, bool) {
 
 // follows reports whether r2 starts where the n bytes at r1 end, in the
 // same buffer and with the same loop steps.
-func followsRef(r1 Ref, n int, r2 Ref) bool {
+func followsRef(r1 tile.Ref, n int, r2 tile.Ref) bool {
 	return r1.Buf == r2.Buf && r1.Step == r2.Step && r2.Off == r1.Off+n
 }
 
-func opArg(op *Op, reg string) (Ref, bool) {
+func opArg(op *tile.Op, reg string) (tile.Ref, bool) {
 	for _, a := range op.Args {
 		if a.Reg == reg {
 			return a.Ref, true
 		}
 	}
-	return Ref{}, false
+	return tile.Ref{}, false
 }
 
 // ---------------------------------------------------------------------------
@@ -474,8 +573,8 @@ func opArg(op *Op, reg string) (Ref, bool) {
 //   - buffers that no op, transfer or host slice references on their tile,
 //     with their names in other buffers' Apart lists (the memory they
 //     would take can then hold something else).
-func Eliminate(pl *Plan) PassReport {
-	rep := PassReport{Pass: "eliminate"}
+func Eliminate(pl *tile.Program) Report {
+	rep := Report{Pass: "eliminate"}
 	if pl == nil {
 		return rep
 	}
@@ -488,7 +587,7 @@ func Eliminate(pl *Plan) PassReport {
 	return rep
 }
 
-func isClear(op *Op) bool { return op.Kind == OpKernel && op.Kernel == "fill_zero" }
+func isClear(op *tile.Op) bool { return op.Kind == tile.OpKernel && op.Kernel == kernels.FillZero }
 
 // eliminateClears drops the dead clears of every tile's calls; clears in
 // loop bodies are kept (and counted as kept).
@@ -497,16 +596,16 @@ func isClear(op *Op) bool { return op.Kind == OpKernel && op.Kernel == "fill_zer
 // the writes they are. Dropping several at once is still sound: a clear
 // dropped for being overwritten by a later (dead) clear has its bytes in
 // that clear's range, which is itself overwritten before any read.
-func eliminateClears(pl *Plan) (dropped, kept int) {
-	var progs []TileProgram
+func eliminateClears(pl *tile.Program) (dropped, kept int) {
+	var progs []tile.TileProgram
 	for l := range pl.Programs {
 		t := &pl.Programs[l]
 		calls := t.Calls
 		changed := false
 		for c, ops := range t.Calls {
-			var out []Op
+			var out []tile.Op
 			for i := range ops {
-				if ops[i].Kind == OpLoop {
+				if ops[i].Kind == tile.OpLoop {
 					kept += countClears(ops[i].Body)
 				}
 				if !isClear(&ops[i]) {
@@ -524,7 +623,7 @@ func eliminateClears(pl *Plan) (dropped, kept int) {
 				}
 				dropped++
 				if out == nil {
-					out = make([]Op, i, len(ops)-1)
+					out = make([]tile.Op, i, len(ops)-1)
 					copy(out, ops[:i])
 				}
 			}
@@ -547,13 +646,13 @@ func eliminateClears(pl *Plan) (dropped, kept int) {
 	return dropped, kept
 }
 
-func countClears(ops []Op) int {
+func countClears(ops []tile.Op) int {
 	n := 0
 	for i := range ops {
 		if isClear(&ops[i]) {
 			n++
 		}
-		if ops[i].Kind == OpLoop {
+		if ops[i].Kind == tile.OpLoop {
 			n += countClears(ops[i].Body)
 		}
 	}
@@ -618,14 +717,14 @@ func (ss byteSpans) minus(w byteSpan) byteSpans {
 // other kernel operands (with their access tails) and this tile's sources
 // in an exchange phase. Each op's reads are checked before its writes are
 // applied, as a kernel or phase may read while it writes.
-func clearIsDead(pl *Plan, tile int, ops []Op, i int) bool {
-	reads, writes, ok := opAccess(pl, tile, &ops[i])
+func clearIsDead(pl *tile.Program, tl int, ops []tile.Op, i int) bool {
+	reads, writes, ok := opAccess(pl, tl, &ops[i])
 	if !ok || len(reads) > 0 || len(writes) == 0 {
 		return false
 	}
 	cleared := byteSpans(writes)
 	for j := i + 1; j < len(ops); j++ {
-		reads, writes, ok := opAccess(pl, tile, &ops[j])
+		reads, writes, ok := opAccess(pl, tl, &ops[j])
 		if !ok || cleared.overlapsAny(reads) {
 			return false
 		}
@@ -640,8 +739,8 @@ func clearIsDead(pl *Plan, tile int, ops []Op, i int) bool {
 }
 
 // refSpan is n bytes at r, when r does not step with a loop.
-func refSpan(r Ref, n int) (byteSpan, bool) {
-	if r.Step != [MaxLoopDepth]int{} || n < 0 {
+func refSpan(r tile.Ref, n int) (byteSpan, bool) {
+	if r.Step != [tile.MaxLoopDepth]int{} || n < 0 {
 		return byteSpan{}, false
 	}
 	return byteSpan{r.Buf, r.Off, r.Off + n}, true
@@ -649,22 +748,22 @@ func refSpan(r Ref, n int) (byteSpan, bool) {
 
 // access returns the bytes of the tile's buffers op reads and the bytes
 // it overwrites completely; ok is false when the op cannot be analysed.
-func opAccess(pl *Plan, tile int, op *Op) (reads, writes []byteSpan, ok bool) {
+func opAccess(pl *tile.Program, tl int, op *tile.Op) (reads, writes []byteSpan, ok bool) {
 	switch op.Kind {
-	case OpHostSync, OpSample:
+	case tile.OpHostSync, tile.OpSample:
 		// A handshake moves data through the host window, which is not a
 		// plan buffer; the output read-back is handled at the list's end.
 		return nil, nil, true
-	case OpHostCopy:
+	case tile.OpHostCopy:
 		// Reads the host window (not a plan buffer), writes Dst.
 		s, ok := refSpan(op.Dst, op.Bytes)
 		return nil, []byteSpan{s}, ok
-	case OpExchange:
+	case tile.OpExchange:
 		if op.Phase < 0 || op.Phase >= len(pl.Exchanges) {
 			return nil, nil, false
 		}
 		for _, t := range pl.Exchanges[op.Phase].Transfers {
-			if t.Src == tile {
+			if t.Src == tl {
 				s, ok := refSpan(t.SrcRef, 4*t.Words)
 				if !ok {
 					return nil, nil, false
@@ -672,7 +771,7 @@ func opAccess(pl *Plan, tile int, op *Op) (reads, writes []byteSpan, ok bool) {
 				reads = append(reads, s)
 			}
 			for _, d := range t.Dsts {
-				if d.Tile == tile {
+				if d.Tile == tl {
 					s, ok := refSpan(d.Ref, 4*t.Words)
 					if !ok {
 						return nil, nil, false
@@ -682,61 +781,55 @@ func opAccess(pl *Plan, tile int, op *Op) (reads, writes []byteSpan, ok bool) {
 			}
 		}
 		return reads, writes, true
-	case OpKernel:
+	case tile.OpKernel:
 		return kernelAccess(op)
 	}
 	return nil, nil, false // loops and anything else: not analysed
 }
 
-// kernelAccess applies the kernel access contract to a call. A Written
-// operand counts as a write only if the kernel does not read it: not for
-// an in-place updater (readsOut), not when a read operand's range overlaps
-// it (gelu_f16 or copy_f16 with out == in, reduce_add_f16 with out on part
-// 0), and not when the kernel leaves gaps in it (writesWhole); such an
-// operand counts as read (or, for gaps, as neither).
-func kernelAccess(op *Op) (reads, writes []byteSpan, ok bool) {
-	k, err := kernels.Lookup(op.Kernel)
-	if err != nil {
+// kernelAccess applies the kernel access contract (kernels.AccessOf of the
+// call's spec) to a call. A Written operand counts as a write only if the
+// kernel does not read it: not for an in-place updater (ReadFirst), not
+// when a read operand's range overlaps it (gelu_f16 or copy_f16 with out
+// == in, reduce_add_f16 with out on part 0), and not when the kernel
+// leaves gaps in it (Gaps); such an operand counts as read (or, for gaps,
+// as neither).
+func kernelAccess(op *tile.Op) (reads, writes []byteSpan, ok bool) {
+	spec, ok := op.Spec()
+	if !ok {
 		return nil, nil, false
 	}
-	p, err := k.Resolve(op.Params)
+	acc, err := kernels.AccessOf(spec)
 	if err != nil {
 		return nil, nil, false
 	}
 	type operand struct {
-		s       byteSpan // the operand's bytes
-		tail    int      // how far past them it may be read
-		written bool
+		s byteSpan // the operand's bytes
+		kernels.Access
 	}
-	ops := make([]operand, 0, len(k.Operands))
-	for _, o := range k.Operands {
-		reg := ""
-		for _, a := range k.Args {
-			if a.Name == o.Name {
-				reg = a.Reg
-			}
-		}
-		r, found := opArg(op, reg)
-		if reg == "" || !found || o.Bytes == nil {
+	ops := make([]operand, 0, len(acc))
+	for _, a := range acc {
+		r, found := opArg(op, a.Reg)
+		if !found {
 			return nil, nil, false
 		}
-		s, ok := refSpan(r, o.Bytes(p))
+		s, ok := refSpan(r, a.Bytes)
 		if !ok {
 			return nil, nil, false
 		}
-		ops = append(ops, operand{s, o.TailBytes, o.Written})
+		ops = append(ops, operand{s, a})
 	}
 	for _, o := range ops {
-		if !o.written {
-			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.tail})
+		if !o.Written {
+			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.Tail})
 		}
 	}
 	pure := reads // the operands that are only read
 	for _, o := range ops {
-		if !o.written {
+		if !o.Written {
 			continue
 		}
-		read := readsOut(k)
+		read := o.ReadFirst
 		for _, r := range pure {
 			if r.overlaps(o.s) {
 				read = true
@@ -744,12 +837,12 @@ func kernelAccess(op *Op) (reads, writes []byteSpan, ok bool) {
 		}
 		switch {
 		case read:
-			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.tail})
-		case o.tail > 0:
-			reads = append(reads, byteSpan{o.s.Buf, o.s.Hi, o.s.Hi + o.tail})
+			reads = append(reads, byteSpan{o.s.Buf, o.s.Lo, o.s.Hi + o.Tail})
+		case o.Tail > 0:
+			reads = append(reads, byteSpan{o.s.Buf, o.s.Hi, o.s.Hi + o.Tail})
 			fallthrough
 		default:
-			if writesWhole(k, p) {
+			if !o.Gaps {
 				writes = append(writes, o.s)
 			}
 		}
@@ -757,40 +850,12 @@ func kernelAccess(op *Op) (reads, writes []byteSpan, ok bool) {
 	return reads, writes, true
 }
 
-// readsOut reports whether a kernel reads its Written operands before it
-// writes them (an in-place update: out += ...), which the contract's
-// Written flag does not say. add_bias_f16 adds the bias to out in place.
-func readsOut(k *kernels.Kernel) bool {
-	switch k.Name {
-	case kernels.AddBiasF16:
-		return true
-	}
-	return false
-}
-
-// writesWhole reports whether a kernel writes every byte of its Written
-// operands' ranges (Operand.Bytes). The unpack kernels with a row stride
-// wider than the written columns leave the rest of each row untouched:
-// their out range is an extent with gaps, which overwrites nothing for
-// certain.
-func writesWhole(k *kernels.Kernel, p kernels.Params) bool {
-	switch k.Name {
-	case kernels.UnpackOutF16, kernels.UnpackOutF32:
-		s := p["stride"]
-		if s == 0 {
-			s = p["c"]
-		}
-		return s == (p["c"]+3)/4*4
-	}
-	return true
-}
-
 // eliminatePhases removes the exchange phases without transfers and the
 // ops that run them, renumbers the others and returns how many phases and
 // ops it removed. A loop whose body held only such ops goes too.
-func eliminatePhases(pl *Plan) (phases, ops int) {
+func eliminatePhases(pl *tile.Program) (phases, ops int) {
 	newID := make([]int, len(pl.Exchanges))
-	var kept []XPhase
+	var kept []tile.XPhase
 	for p, ph := range pl.Exchanges {
 		if len(ph.Transfers) == 0 {
 			newID[p] = -1
@@ -820,15 +885,15 @@ func eliminatePhases(pl *Plan) (phases, ops int) {
 // renumberPhases returns ops with the exchanges of removed phases dropped
 // and the others renumbered; phase numbers outside the old range are left
 // as they are (still outside the new one).
-func renumberPhases(ops []Op, newID []int) ([]Op, int) {
+func renumberPhases(ops []tile.Op, newID []int) ([]tile.Op, int) {
 	if ops == nil {
 		return nil, 0
 	}
 	removed := 0
-	out := make([]Op, 0, len(ops))
+	out := make([]tile.Op, 0, len(ops))
 	for _, op := range ops {
 		switch op.Kind {
-		case OpExchange:
+		case tile.OpExchange:
 			if op.Phase >= 0 && op.Phase < len(newID) {
 				if newID[op.Phase] < 0 {
 					removed++
@@ -836,7 +901,7 @@ func renumberPhases(ops []Op, newID []int) ([]Op, int) {
 				}
 				op.Phase = newID[op.Phase]
 			}
-		case OpLoop:
+		case tile.OpLoop:
 			body, n := renumberPhases(op.Body, newID)
 			removed += n
 			if len(body) == 0 && len(op.Body) > 0 {
@@ -851,29 +916,29 @@ func renumberPhases(ops []Op, newID []int) ([]Op, int) {
 
 // eliminateBuffers removes every tile's buffers that nothing references and
 // returns how many it removed.
-func eliminateBuffers(pl *Plan) int {
+func eliminateBuffers(pl *tile.Program) int {
 	// The names each tile's ops, transfers and host slices reference: a
 	// tile has a handful of buffers, so a short list beats a map per tile.
 	used := make([][]string, len(pl.Programs))
-	use := func(tile int, r Ref) {
-		if tile < 0 || tile >= len(used) {
+	use := func(tl int, r tile.Ref) {
+		if tl < 0 || tl >= len(used) {
 			return
 		}
-		if !slices.Contains(used[tile], r.Buf) {
-			used[tile] = append(used[tile], r.Buf)
+		if !slices.Contains(used[tl], r.Buf) {
+			used[tl] = append(used[tl], r.Buf)
 		}
 	}
-	var visit func(tile int, ops []Op)
-	visit = func(tile int, ops []Op) {
+	var visit func(tl int, ops []tile.Op)
+	visit = func(tl int, ops []tile.Op) {
 		for i := range ops {
 			op := &ops[i]
-			if op.Kind == OpHostCopy || op.Dst.Buf != "" {
-				use(tile, op.Dst)
+			if op.Kind == tile.OpHostCopy || op.Dst.Buf != "" {
+				use(tl, op.Dst)
 			}
 			for _, a := range op.Args {
-				use(tile, a.Ref)
+				use(tl, a.Ref)
 			}
-			visit(tile, op.Body)
+			visit(tl, op.Body)
 		}
 	}
 	for l := range pl.Programs {
@@ -889,7 +954,7 @@ func eliminateBuffers(pl *Plan) int {
 			}
 		}
 	}
-	for _, bs := range [][]HostBinding{pl.Inputs, pl.Weights, pl.Outputs} {
+	for _, bs := range [][]tile.HostBinding{pl.Inputs, pl.Weights, pl.Outputs} {
 		for _, b := range bs {
 			for _, s := range b.Slices {
 				use(s.Tile, s.Ref)
@@ -897,7 +962,7 @@ func eliminateBuffers(pl *Plan) int {
 		}
 	}
 	removed := 0
-	var progs []TileProgram
+	var progs []tile.TileProgram
 	for l := range pl.Programs {
 		bufs := pl.Programs[l].Buffers
 		var gone map[string]bool // allocated only on the tiles that lose a buffer
@@ -912,7 +977,7 @@ func eliminateBuffers(pl *Plan) int {
 		if len(gone) == 0 {
 			continue
 		}
-		out := make([]Buffer, 0, len(bufs)-len(gone))
+		out := make([]tile.Buffer, 0, len(bufs)-len(gone))
 		for _, b := range bufs {
 			if gone[b.Name] {
 				removed++
