@@ -10,11 +10,10 @@
 //
 // ABI (supervisor entry softmax_f16): $m2 = out, $m3 = in (ROWS*KEYS f16
 // each, rows contiguous (PANELS=0) or AMP panels (PANELS=1, below), 8-byte
-// aligned; out may equal in, in place, but
-// must not otherwise overlap it), $m4 = stats (STATS=1: ROWS pairs of f32,
-// 8-byte aligned), $m10 = return address. Clobbers $m0,
-// $m1 and the kernel's vertex words (which hold the cross-worker partial
-// maxima and sums). Parameters ROWS, KEYS (multiple of 4), VALID (1..KEYS),
+// aligned; out may equal in, in place, but must not otherwise overlap it),
+// $m4 = stats (STATS=1: ROWS pairs of f32, 8-byte aligned), $m10 = return
+// address. Clobbers $m0, $m1 and the kernel's vertex words (which hold the
+// cross-worker partial maxima and sums). Parameters ROWS, KEYS (multiple of 4), VALID (1..KEYS),
 // DK (>= 1).
 //
 // Arithmetic, per row: m = the f16 maximum of the valid scores (f16v4max,
@@ -52,9 +51,9 @@
 // with one bundle between head and panels (the P-32 jump when the head
 // ends on a boundary): 3 bundles more per row in runs A and B; run C
 // (STATS=0) issues 17 + 7 per live word per row. The padding is zeroed
-// after run C's rows: the words of the partial panel
-// holding word NW (rows split over the workers, 4 - NW%4 stores per row)
-// and the full padding panels, one contiguous range split by words.
+// after run C's rows: the words of the partial panel holding word NW (rows
+// split over the workers, 4 - NW%4 stores per row) and the full padding
+// panels, one contiguous range split by words.
 
 #include "common.inc"
 
