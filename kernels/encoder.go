@@ -57,7 +57,8 @@ func init() {
 			"written to sum (residual=1); mean and biased variance in f32 (two passes), rstd = f32oorx(var + 1e-6); " +
 			"stats[row] = (mean, var) as f32; out = f16(f16(f16((s-mean)*rstd) * scale) + bias). Every row is split " +
 			"over all six workers by columns, in three worker runs (sums, squared deviations, apply); per 4 values " +
-			"3 (5 with residual) + 7 + 11 worker bundles." + encABI,
+			"3 (5 with residual) + 7 + 11 worker bundles. panels=1: AMP panels, runs A and B on the same split (3 " +
+			"bundles more per row), run C on whole panels per worker (1 fewer per row)." + encABI,
 		Params: []Param{
 			{Name: "rows", Default: 1, Doc: "rows (1..256)", Check: func(v int, _ Params) error {
 				if v < 1 || v > 256 {
@@ -75,9 +76,21 @@ func init() {
 				return nil
 			}},
 			{Name: "residual", Default: 0, Doc: "1: normalise s = x + r and write s to sum (the fused residual add)", Check: zeroOrOne},
+			{Name: "panels", Default: 0, Doc: "1: x, out, r and sum in AMP left/out order (out as the q/k/v or fc1 gemm reads " +
+				"its left operand, r as the out_proj or fc2 gemm writes its output): width/16 panels of rows*32 bytes, row " +
+				"i's values 16g..16g+15 at g*rows*32 + i*32 (scale, bias unchanged); width a multiple of 16; same results " +
+				"bit for bit as panels=0", Check: func(v int, p Params) error {
+				if err := zeroOrOne(v, p); err != nil {
+					return err
+				}
+				if v == 1 && p["width"]%16 != 0 {
+					return fmt.Errorf("panels=1 needs width a multiple of 16 (width = %d)", p["width"])
+				}
+				return nil
+			}},
 		},
 		Args: []Arg{
-			{Reg: "$m2", Name: "out", Doc: "rows*width f16, 8-byte aligned; may equal x"},
+			{Reg: "$m2", Name: "out", Doc: "rows*width f16, rows contiguous (panels=1: AMP panels, as x, r and sum), 8-byte aligned; may equal x"},
 			{Reg: "$m3", Name: "x", Doc: "rows*width f16, 8-byte aligned"},
 			{Reg: "$m4", Name: "scale", Doc: "width f16, 8-byte aligned"},
 			{Reg: "$m5", Name: "bias", Doc: "width f16, 8-byte aligned"},
@@ -108,7 +121,8 @@ func init() {
 			"in f32 (s = f32oorx(dk), f32v2axpy, f32exp); the f32 sum of e; e16 = f16(e) staged in out; " +
 			"p = f16(e16 * f32oox(sum)). Every row is split over all six workers by columns, in three worker runs " +
 			"(maxima, exponentials and sums, normalisation); per 4 scores 2 + 12 + 7 worker bundles (stats=1: 2 + 12, " +
-			"and the row's (s*m, sum) written instead of normalising)." + encABI,
+			"and the row's (s*m, sum) written instead of normalising). panels=1: the same split and arithmetic on AMP " +
+			"panels (3 bundles more per row and run, the padding zeroed after run C)." + encABI,
 		Params: []Param{
 			{Name: "rows", Default: 8, Doc: "rows (1..256)", Check: func(v int, _ Params) error {
 				if v < 1 || v > 256 {
@@ -139,10 +153,21 @@ func init() {
 			}},
 			{Name: "stats", Default: 0, Doc: "1: the block step of flash-style attention: out keeps the unnormalised e16, " +
 				"stats[row] = (s*m, sum) as f32 (attention_merge_f16's bstats)", Check: zeroOrOne},
+			{Name: "panels", Default: 0, Doc: "1: in and out in AMP left/out order (the scores as gemm_f16 writes them, the " +
+				"probabilities as the P.V gemm reads its left operand): keys/16 panels of rows*32 bytes, row i's keys " +
+				"16g..16g+15 at g*rows*32 + i*32; keys a multiple of 16; same results bit for bit as panels=0", Check: func(v int, p Params) error {
+				if err := zeroOrOne(v, p); err != nil {
+					return err
+				}
+				if v == 1 && p["keys"]%16 != 0 {
+					return fmt.Errorf("panels=1 needs keys a multiple of 16 (keys = %d)", p["keys"])
+				}
+				return nil
+			}},
 		},
 		Args: []Arg{
-			{Reg: "$m2", Name: "out", Doc: "rows*keys f16 probabilities (stats=1: e16), 8-byte aligned; may equal in"},
-			{Reg: "$m3", Name: "in", Doc: "rows*keys f16 scores, 8-byte aligned"},
+			{Reg: "$m2", Name: "out", Doc: "rows*keys f16 probabilities (stats=1: e16), rows contiguous (panels=1: AMP panels), 8-byte aligned; may equal in"},
+			{Reg: "$m3", Name: "in", Doc: "rows*keys f16 scores, rows contiguous (panels=1: AMP panels), 8-byte aligned"},
 			{Reg: "$m4", Name: "stats", Doc: "stats=1: rows pairs (s*m, sum) of f32, 8-byte aligned"},
 		},
 		Operands: []Operand{

@@ -200,41 +200,46 @@ func (Add) Class() Class     { return ClassElementwise }
 func (Add) CodeBytes() int { return 192 }
 
 // LayerNorm is a layer_norm_f16 call on Rows rows of Width values;
-// Residual fuses the residual add (s = x + r, also written to sum).
+// Residual fuses the residual add (s = x + r, also written to sum). Panels
+// puts x, out, r and sum in AMP left/out order (Width a multiple of 16).
 type LayerNorm struct {
-	Rows, Width int
-	Residual    bool
+	Rows, Width      int
+	Residual, Panels bool
 }
 
 func (LayerNorm) Name() string { return LayerNormF16 }
 func (s LayerNorm) Params() Params {
-	return Params{"rows": s.Rows, "width": s.Width, "residual": b2i(s.Residual)}
+	return Params{"rows": s.Rows, "width": s.Width, "residual": b2i(s.Residual), "panels": b2i(s.Panels)}
 }
 func (LayerNorm) Class() Class { return ClassElementwise }
 
 // CodeBytes: the vertex record holds 48 bytes of partial sums per row
 // (six workers); linked 1012 + 48*Rows bytes, 24 more with the residual,
-// for any width.
-func (s LayerNorm) CodeBytes() int { return 48*s.Rows + 1100 }
+// for any width; Panels (the walk, the unrolled panel bodies) up to 896
+// more.
+func (s LayerNorm) CodeBytes() int { return 48*s.Rows + 1100 + 960*b2i(s.Panels) }
 
 // Softmax is a softmax_f16 call on Rows rows of Keys scores, of which the
 // first Valid count (0: all); the scale is 1/sqrt(DK). Stats selects the
 // block step of flash-style attention (unnormalised, row statistics out).
+// Panels puts the scores and the output in AMP left/out order (Keys a
+// multiple of 16).
 type Softmax struct {
 	Rows, Keys, Valid, DK int
-	Stats                 bool
+	Stats, Panels         bool
 }
 
 func (Softmax) Name() string { return SoftmaxF16 }
 func (s Softmax) Params() Params {
-	return Params{"rows": s.Rows, "keys": s.Keys, "valid": s.Valid, "dk": s.DK, "stats": b2i(s.Stats)}
+	return Params{"rows": s.Rows, "keys": s.Keys, "valid": s.Valid, "dk": s.DK, "stats": b2i(s.Stats), "panels": b2i(s.Panels)}
 }
 func (Softmax) Class() Class { return ClassElementwise }
 
 // CodeBytes: 48 bytes of partial sums per row in the vertex record, as for
 // LayerNorm; linked 892 + 48*Rows bytes, 16 more with Stats and 264 more
-// with a mask (Valid neither 0 nor Keys), for any keys and dk.
-func (s Softmax) CodeBytes() int { return 48*s.Rows + 1200 }
+// with a mask (Valid neither 0 nor Keys), for any keys and dk; Panels (the
+// walk, the unrolled panel bodies, the padding stores) up to 1184 more.
+func (s Softmax) CodeBytes() int { return 48*s.Rows + 1200 + 1280*b2i(s.Panels) }
 
 // MergeMode is the step of the online-softmax merge.
 type MergeMode int
@@ -323,11 +328,11 @@ func SpecOf(name string, p Params) (s Spec, ok bool) {
 	case AddF16:
 		s, ok = Add{N: p["n"]}, has("n")
 	case LayerNormF16:
-		s, ok = LayerNorm{Rows: p["rows"], Width: p["width"], Residual: p["residual"] != 0},
-			has("rows", "width", "residual") && flag(p["residual"])
+		s, ok = LayerNorm{Rows: p["rows"], Width: p["width"], Residual: p["residual"] != 0, Panels: p["panels"] != 0},
+			has("rows", "width", "residual", "panels") && flag(p["residual"]) && flag(p["panels"])
 	case SoftmaxF16:
-		s, ok = Softmax{Rows: p["rows"], Keys: p["keys"], Valid: p["valid"], DK: p["dk"], Stats: p["stats"] != 0},
-			has("rows", "keys", "valid", "dk", "stats") && flag(p["stats"])
+		s, ok = Softmax{Rows: p["rows"], Keys: p["keys"], Valid: p["valid"], DK: p["dk"], Stats: p["stats"] != 0, Panels: p["panels"] != 0},
+			has("rows", "keys", "valid", "dk", "stats", "panels") && flag(p["stats"]) && flag(p["panels"])
 	case AttentionMergeF16:
 		s, ok = AttentionMerge{Rows: p["rows"], Values: p["values"], Mode: MergeMode(p["mode"]), Bacc32: p["bacc32"] != 0},
 			has("rows", "values", "mode", "bacc32") && flag(p["bacc32"])

@@ -17,7 +17,9 @@ var specTable = []Spec{
 	UnpackOut{R: 5, C: 24}, UnpackOut{R: 5, C: 24, Stride: 28}, UnpackOut{R: 5, C: 24, F32: true}, UnpackOut{R: 5, C: 22, Stride: 32, F32: true},
 	Fill{Bytes: 64}, PackLeft{R: 7, K: 40}, PackLeft{R: 7, K: 40, Stride: 44},
 	Add{N: 64}, LayerNorm{Rows: 2, Width: 64}, LayerNorm{Rows: 2, Width: 64, Residual: true},
+	LayerNorm{Rows: 2, Width: 64, Residual: true, Panels: true},
 	Softmax{Rows: 4, Keys: 32, DK: 72}, Softmax{Rows: 4, Keys: 32, Valid: 30, DK: 1, Stats: true},
+	Softmax{Rows: 4, Keys: 32, Valid: 30, DK: 1, Panels: true},
 	AttentionMerge{Rows: 4, Values: 72}, AttentionMerge{Rows: 4, Values: 72, Mode: MergeFinal, Bacc32: true},
 }
 
@@ -59,6 +61,7 @@ func TestSpecs(t *testing.T) {
 		{CopyF16, Params{"n": 8, "x": 1}},                   // a parameter the kernel does not have
 		{GeluF16, Params{"n": 8, "precise": 2}},             // not a flag
 		{LayerNormF16, Params{"rows": 1, "residual": 3}},    // not a flag
+		{SoftmaxF16, Params{"rows": 1, "panels": 2}},        // not a flag
 		{GemmF16, Params{"k": 16, "c": 16, "r": 4, "n": 1}}, // unknown parameter
 		{"no_such_kernel", Params{}},
 	}

@@ -458,9 +458,9 @@ func cycles(s kernels.Spec) (int64, bool) {
 	case kernels.Add:
 		return AddF16(s.N), true
 	case kernels.LayerNorm:
-		return LayerNormF16(s.Rows, s.Width, b2i(s.Residual)), true
+		return LayerNormF16(s.Rows, s.Width, b2i(s.Residual), b2i(s.Panels)), true
 	case kernels.Softmax:
-		return SoftmaxF16(s.Rows, s.Keys, s.Valid, b2i(s.Stats)), true
+		return SoftmaxF16(s.Rows, s.Keys, s.Valid, b2i(s.Stats), b2i(s.Panels)), true
 	case kernels.AttentionMerge:
 		return AttentionMergeF16(s.Rows, s.Values, int(s.Mode), b2i(s.Bacc32)), true
 	}
@@ -503,8 +503,11 @@ func AddF16(n int) int64 {
 }
 
 // LayerNormF16 is the cycle count of layer_norm_f16 (rows rows of width
-// values; residual 0 or 1).
-func LayerNormF16(rows, width, residual int) int64 {
+// values; residual 0 or 1; panels 0 (row-major) or 1 (AMP panels)).
+func LayerNormF16(rows, width, residual, panels int) int64 {
+	if panels != 0 {
+		return layerNormF16Panels(rows, width, residual)
+	}
 	// src/layer_norm.S: the supervisor stores 7 operands (setzi, 7 st32,
 	// setzi) and runs three worker runs, each followed by sync 2 (and a
 	// setzi before the next runall). Per worker with c words of each row:
@@ -541,6 +544,31 @@ func LayerNormF16(rows, width, residual int) int64 {
 	return int64(m.issue(1)) // br $m10
 }
 
+// layerNormF16Panels is LayerNormF16 with panels=1 (src/layer_norm.S).
+func layerNormF16Panels(rows, width, residual int) int64 {
+	// Runs A and B: the same split, the slice setup 4 instructions shorter
+	// and the walk (LN_WALK) 17 longer, so A has 28 prologue instructions
+	// (30 with the residual pointers) and B 32, both even; per row the
+	// walk's three rpts and the jump bundle replace the one rpt (3 more).
+	// Run C splits whole panels (4 words each): 18 prologue instructions
+	// (17 and the aligning nop); per row the 24 statistics bundles, the
+	// rpt, 44 bundles per panel and 2 closing (the next row's offset in
+	// the statistics bundles' free main slots).
+	perA, proA := 3, 28
+	if residual != 0 {
+		perA, proA = 5, 30
+	}
+	var a, b, c [ipu21.WorkerContexts]int
+	for w, q := range rowsPerWorker(width / 4) {
+		a[w] = proA + 4 + rows*(4+perA*q+7) + 1
+		b[w] = 32 + 4 + rows*(20+7*q) + 1
+	}
+	for w, q := range rowsPerWorker(width / 16) {
+		c[w] = 18 + rows*(27+44*q) + 1
+	}
+	return threeRuns(7, &a, &b, &c)
+}
+
 // threeRuns is the supervisor of layer_norm_f16 and softmax_f16: args
 // operand stores (setzi, args st32, setzi), then three worker runs each
 // ended by sync 2, a setzi before the second and third.
@@ -559,9 +587,12 @@ func threeRuns(args int, a, b, c *[ipu21.WorkerContexts]int) int64 {
 }
 
 // SoftmaxF16 is the cycle count of softmax_f16 (rows rows of keys scores,
-// valid of them valid, 0 meaning all; stats 0 or 1; dk does not change the
-// timing).
-func SoftmaxF16(rows, keys, valid, stats int) int64 {
+// valid of them valid, 0 meaning all; stats 0 or 1; panels 0 (row-major) or
+// 1 (AMP panels); dk does not change the timing).
+func SoftmaxF16(rows, keys, valid, stats, panels int) int64 {
+	if panels != 0 {
+		return softmaxF16Panels(rows, keys, valid, stats)
+	}
 	// src/softmax.S. The live words NW = ceil(valid/4) are split over the
 	// workers; with a partial last word (vt = valid%4 != 0) the worker
 	// whose slice ends with it (flag = 1) handles it apart, masked. The
@@ -603,6 +634,59 @@ func SoftmaxF16(rows, keys, valid, stats int) int64 {
 			c[w] = even(proC+4) + rows*(17+1+pad[w]+4) + 1
 		} else {
 			c[w] = even(proC) + rows*(10+7*q+1+pad[w]+4) + 1
+		}
+		f += q
+	}
+	return threeRuns(3, &a, &b, &c)
+}
+
+// softmaxF16Panels is SoftmaxF16 with panels=1 (src/softmax.S): the same
+// split, each row's slice walked as head, full panels and tail.
+func softmaxF16Panels(rows, keys, valid, stats int) int64 {
+	// The slice setup is 4 instructions shorter (10, 14 with vt) and the
+	// walk (SM_WALK) 17 longer. Per row and run the walk's rpts (head,
+	// panels, tail) and the jump bundle replace the one rpt (3 more), and
+	// the next row's offset takes the closing bundles' free main slots;
+	// run C closes its rows with 4 bundles and zeroes the padding after
+	// them: 2 instructions, then for the partial panel (nza = (4 -
+	// nw%4)%4 words per row, rows split) 8 instructions, the rpt and nza
+	// stores per row, and for the full padding panels (zb words, split by
+	// words) 8, the rpt and a store per word. STATS=1's run C needs no
+	// walk: per row the 17 statistics bundles and 2 closing.
+	if valid == 0 {
+		valid = keys
+	}
+	nw, vt := (valid+3)/4, valid%4
+	even := func(n int) int { return n + n%2 }
+	slice, brz := 10, 0
+	if vt != 0 {
+		slice, brz = 14, 1
+	}
+	vsub := brz // run A and B's full-word count
+	nza := (4 - nw%4) % 4
+	zb := (keys/16 - (nw+3)/4) * 4 * rows
+	rowsW, zbW := rowsPerWorker(rows), rowsPerWorker(zb)
+	var a, b, c [ipu21.WorkerContexts]int
+	f := 0
+	for w, q := range rowsPerWorker(nw) {
+		flag := 0
+		if vt != 0 && q > 0 && f+q == nw {
+			flag = 1
+		}
+		full := q - flag
+		a[w] = even(slice+1+vsub+17) + rows*(10+2*full+brz+7*flag) + 1
+		b[w] = even(slice+2+vsub+17+5) + rows*(17+13*full+brz+18*flag+6) + 1
+		if stats != 0 {
+			c[w] = even(slice+2+4) + rows*19
+		} else {
+			c[w] = even(slice+1+17+1) + rows*(17+7*q)
+		}
+		c[w] += 2 + 1
+		if nza != 0 {
+			c[w] += 9 + nza*rowsW[w]
+		}
+		if zb != 0 {
+			c[w] += 9 + zbW[w]
 		}
 		f += q
 	}

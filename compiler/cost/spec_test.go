@@ -29,8 +29,10 @@ func TestCycles(t *testing.T) {
 		{kernels.PackLeft{R: 50, K: 72, Stride: 80}, PackLeftF16(50, 72)},
 		{kernels.Fill{Bytes: 4096}, FillZero(4096)},
 		{kernels.Add{N: 1024}, AddF16(1024)},
-		{kernels.LayerNorm{Rows: 4, Width: 1152, Residual: true}, LayerNormF16(4, 1152, 1)},
-		{kernels.Softmax{Rows: 8, Keys: 64, Valid: 50, DK: 72, Stats: true}, SoftmaxF16(8, 64, 50, 1)},
+		{kernels.LayerNorm{Rows: 4, Width: 1152, Residual: true}, LayerNormF16(4, 1152, 1, 0)},
+		{kernels.LayerNorm{Rows: 4, Width: 1152, Residual: true, Panels: true}, LayerNormF16(4, 1152, 1, 1)},
+		{kernels.Softmax{Rows: 8, Keys: 64, Valid: 50, DK: 72, Stats: true}, SoftmaxF16(8, 64, 50, 1, 0)},
+		{kernels.Softmax{Rows: 8, Keys: 64, Valid: 50, DK: 72, Panels: true}, SoftmaxF16(8, 64, 50, 0, 1)},
 		{kernels.AttentionMerge{Rows: 8, Values: 72, Mode: kernels.MergeFinal, Bacc32: true}, AttentionMergeF16(8, 72, 2, 1)},
 	}
 	for _, c := range cases {

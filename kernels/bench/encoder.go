@@ -105,6 +105,40 @@ func encF32Bytes(v []float32) []byte {
 	return b
 }
 
+// EncToPanels reorders a row-major rows x cols block (cols a multiple of
+// 16) into AMP left / AMP out order: cols/16 panels, row i's values
+// 16g..16g+15 at g*rows*16 + i*16 (the panels=1 layout of softmax_f16 and
+// layer_norm_f16).
+func EncToPanels(v []float16.Float16, rows, cols int) []float16.Float16 {
+	out := make([]float16.Float16, len(v))
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			out[(j/16)*rows*16+i*16+j%16] = v[i*cols+j]
+		}
+	}
+	return out
+}
+
+// EncFromPanels is the inverse of EncToPanels.
+func EncFromPanels(v []float16.Float16, rows, cols int) []float16.Float16 {
+	out := make([]float16.Float16, len(v))
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			out[i*cols+j] = v[(j/16)*rows*16+i*16+j%16]
+		}
+	}
+	return out
+}
+
+// encLayout is a kernel's data order: row-major, or with panels=1 AMP
+// panels (EncToPanels).
+func encLayout(p kernels.Params, v []float16.Float16, rows, cols int) []float16.Float16 {
+	if p["panels"] == 1 {
+		return EncToPanels(v, rows, cols)
+	}
+	return v
+}
+
 // encSlices is the column split of the encoder kernels over the six
 // workers: worker w takes words [first, first+count) of words.
 func encSlices(words int) (first, count [6]int) {
@@ -236,7 +270,7 @@ func init() {
 		for _, w := range []struct {
 			r layRegion
 			v []float16.Float16
-		}{{rx, x}, {rsc, scale}, {rbi, bias}} {
+		}{{rx, encLayout(p, x, rows, width)}, {rsc, scale}, {rbi, bias}} {
 			if _, err := layWriteGuarded(t, rng, w.r, ewF16Bytes(w.v)); err != nil {
 				return nil, err
 			}
@@ -257,7 +291,7 @@ func init() {
 			rr := ar.alloc(2 * n)
 			rsum = ar.alloc(2 * n)
 			r := encNormal(rng, n, 0, 1)
-			if _, err := layWriteGuarded(t, rng, rr, ewF16Bytes(r)); err != nil {
+			if _, err := layWriteGuarded(t, rng, rr, ewF16Bytes(encLayout(p, r, rows, width))); err != nil {
 				return nil, err
 			}
 			if beforeSum, err = layWriteGuarded(t, rng, rsum, layRandomBytes(rng, 2*n)); err != nil {
@@ -297,19 +331,19 @@ func init() {
 		return &Case{
 			Args: args,
 			// Bit-exact against LayerNormF16Model (out, stats and, fused,
-			// sum); out within the derived bound of layerNormBounds of the
+			// sum; with panels=1 in panel order); out within the derived bound of layerNormBounds of the
 			// float64 layer norm of the same s (the reported tolerance is
 			// the largest bound), the statistics within dm and dv.
 			Tolerance: tol,
 			Check: func(t *emu.Tile) (float64, error) {
-				if _, err := ewCheckF16(t, rout, beforeOut, want, 0); err != nil {
+				if _, err := ewCheckF16(t, rout, beforeOut, encLayout(p, want, rows, width), 0); err != nil {
 					return 0, fmt.Errorf("out: %w", err)
 				}
 				if _, err := layCheckExact(t, rst, beforeSt, encF32Bytes(stats), nil); err != nil {
 					return 0, fmt.Errorf("stats: %w", err)
 				}
 				if res == 1 {
-					if _, err := ewCheckF16(t, rsum, beforeSum, s, 0); err != nil {
+					if _, err := ewCheckF16(t, rsum, beforeSum, encLayout(p, s, rows, width), 0); err != nil {
 						return 0, fmt.Errorf("sum: %w", err)
 					}
 				}
@@ -478,7 +512,7 @@ func init() {
 				}
 			}
 		}
-		if _, err := layWriteGuarded(t, rng, rin, ewF16Bytes(x)); err != nil {
+		if _, err := layWriteGuarded(t, rng, rin, ewF16Bytes(encLayout(p, x, rows, keys))); err != nil {
 			return nil, err
 		}
 		before, err := layWriteGuarded(t, rng, rout, layRandomBytes(rng, 2*n))
@@ -491,7 +525,7 @@ func init() {
 		}
 		scale := 1 / math.Sqrt(float64(dk))
 		if p["stats"] == 1 {
-			return softmaxStatsCase(t, rng, &ar, rin, rout, before, x, x64, rows, keys, valid, dk, scale)
+			return softmaxStatsCase(t, rng, &ar, rin, rout, before, x, x64, p, valid, scale)
 		}
 		ref := reference.Softmax64(x64, rows, keys, valid, scale)
 		want := make([]float16.Float16, 0, n)
@@ -507,12 +541,13 @@ func init() {
 		}
 		return &Case{
 			Args: map[int]uint32{2: rout.addr, 3: rin.addr},
-			// Bit-exact against SoftmaxF16Model (the padding +0); within
-			// softmaxBounds of the float64 softmax (the reported
-			// tolerance is the largest bound).
+			// Bit-exact against SoftmaxF16Model (the padding +0; with
+			// panels=1 in panel order); within softmaxBounds of the
+			// float64 softmax (the reported tolerance is the largest
+			// bound).
 			Tolerance: tol,
 			Check: func(t *emu.Tile) (float64, error) {
-				if _, err := ewCheckF16(t, rout, before, want, 0); err != nil {
+				if _, err := ewCheckF16(t, rout, before, encLayout(p, want, rows, keys), 0); err != nil {
 					return 0, err
 				}
 				return encCheckAgainst(want, ref, func(i int) float64 { return bound[i] })
@@ -742,7 +777,8 @@ func init() {
 // operand, and a check that is bit-exact against SoftmaxF16Stats (e16 in
 // out, (mf, sum) in stats) and within softmaxStatsBounds of float64.
 func softmaxStatsCase(t *emu.Tile, rng *rand.Rand, ar *layArena, rin, rout layRegion, before []byte, x []float16.Float16, x64 []float64,
-	rows, keys, valid, dk int, scale float64) (*Case, error) {
+	p kernels.Params, valid int, scale float64) (*Case, error) {
+	rows, keys, dk := p["rows"], p["keys"], p["dk"]
 	rst := ar.alloc(8 * rows)
 	beforeSt, err := layWriteGuarded(t, rng, rst, layRandomBytes(rng, 8*rows))
 	if err != nil {
@@ -770,7 +806,7 @@ func softmaxStatsCase(t *emu.Tile, rng *rand.Rand, ar *layArena, rin, rout layRe
 		// largest e16 bound).
 		Tolerance: tol,
 		Check: func(t *emu.Tile) (float64, error) {
-			if _, err := ewCheckF16(t, rout, before, want, 0); err != nil {
+			if _, err := ewCheckF16(t, rout, before, encLayout(p, want, rows, keys), 0); err != nil {
 				return 0, fmt.Errorf("out (e16): %w", err)
 			}
 			if _, err := layCheckExact(t, rst, beforeSt, encF32Bytes(stats), nil); err != nil {

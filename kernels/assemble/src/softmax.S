@@ -9,11 +9,11 @@
 // (mf, sum) as f32 (the block's maximum, already scaled, and its sum).
 //
 // ABI (supervisor entry softmax_f16): $m2 = out, $m3 = in (ROWS*KEYS f16
-// each, rows contiguous, 8-byte aligned; out may equal in, in place, but
-// must not otherwise overlap it), $m4 = stats (STATS=1: ROWS pairs of f32,
-// 8-byte aligned), $m10 = return address. Clobbers $m0,
-// $m1 and the kernel's vertex words (which hold the cross-worker partial
-// maxima and sums). Parameters ROWS, KEYS (multiple of 4), VALID (1..KEYS),
+// each, rows contiguous (PANELS=0) or AMP panels (PANELS=1, below), 8-byte
+// aligned; out may equal in, in place, but must not otherwise overlap it),
+// $m4 = stats (STATS=1: ROWS pairs of f32, 8-byte aligned), $m10 = return
+// address. Clobbers $m0, $m1 and the kernel's vertex words (which hold the
+// cross-worker partial maxima and sums). Parameters ROWS, KEYS (multiple of 4), VALID (1..KEYS),
 // DK (>= 1).
 //
 // Arithmetic, per row: m = the f16 maximum of the valid scores (f16v4max,
@@ -35,6 +35,25 @@
 // partial sums, e16 written to out (13 bundles per word), C the
 // normalisation (7 bundles per word; STATS=1: the statistics, none per
 // word) and the zero padding (1 per word).
+//
+// PANELS=1 (KEYS a multiple of 16): in and out (the probabilities, or
+// STATS=1's e16) are in AMP left / AMP out order, the scores as gemm_f16
+// writes them and the probabilities as the P.V gemm reads its left
+// operand: the ROWS x KEYS block is KEYS/16 panels of P = ROWS*32 bytes,
+// row i's keys 16g..16g+15 at g*P + i*32, so word k (keys 4k..4k+3) of row
+// i is at (k/4)*P + i*32 + (k%4)*8. The work split and every operation,
+// in the same order, are those of PANELS=0 (so the results are bit for bit
+// the same on the same logical matrix): a worker still takes words [f,
+// f+c) of every row; only the addresses differ. Each row's slice is walked
+// as a head (up to the first panel boundary, one word per rpt pass), the
+// full panels (four words per pass, the fourth stepping P-24 bytes to the
+// next panel with a register stride, so no extra bundle) and a tail,
+// with one bundle between head and panels (the P-32 jump when the head
+// ends on a boundary): 3 bundles more per row in runs A and B; run C
+// (STATS=0) issues 17 + 7 per live word per row. The padding is zeroed
+// after run C's rows: the words of the partial panel holding word NW (rows
+// split over the workers, 4 - NW%4 stores per row) and the full padding
+// panels, one contiguous range split by words.
 
 #include "common.inc"
 
@@ -53,6 +72,9 @@
 #ifndef STATS
 #define STATS 0
 #endif
+#ifndef PANELS
+#define PANELS 0
+#endif
 
 	.set KW, KEYS / 4		// words per row
 	.set VLD, VALID			// 0: every key is valid
@@ -68,6 +90,17 @@
 	.set ZR, ZW % 6
 	.set PA, 10			// vertex word of partial maximum [0][0]
 	.set PB, 10 + 6 * ROWS		// vertex word of partial sum [0][0]
+	// PANELS=1: the padding of the partial panel holding word NW (NZA
+	// words per row from byte ZA0 of row 0, rows split RQ, RR) and the
+	// full padding panels (ZB words from byte ZB0, split ZBQ, ZBR).
+	.set NZA, (4 - NW % 4) % 4
+	.set ZA0, (NW / 4) * 32 * ROWS + (NW % 4) * 8
+	.set RQ, ROWS / 6
+	.set RR, ROWS % 6
+	.set ZB, (KW / 4 - (NW + 3) / 4) * 4 * ROWS
+	.set ZB0, ((NW + 3) / 4) * 32 * ROWS
+	.set ZBQ, ZB / 6
+	.set ZBR, ZB % 6
 	.if VT == 1
 	.set MASK0, 0x0000FFFF
 	.set MASK1, 0
@@ -101,7 +134,8 @@
 // the partial word (VT != 0 only), $m7 = 8f, $m11 = 8*(KW - c) (from the
 // slice's end to the next row's slice), $m4 = $m7 (the running offset),
 // $m6 = ROWS - 1, $m8 = the worker's partial of row 0 (less 4*PA).
-// Clobbers $m9. 14 instructions (18 with VT).
+// Clobbers $m9. 14 instructions (18 with VT). PANELS=1: $m7 = f (the
+// offsets are SM_WALK's), $m11 and $m4 not set; 10 (14).
 .macro SM_SLICE
 	get $m0, $WSR
 	and $m0, $m0, 7
@@ -116,13 +150,69 @@
 	cmpult $m9, $mzero, $m1
 	and $m5, $m5, $m9
 	.endif
+	.if PANELS == 0
 	shl $m7, $m7, 3
 	sub $m11, KW, $m1
 	shl $m11, $m11, 3
 	add $m4, $m7, 0
+	.endif
 	setzi $m6, ROWS - 1
 	shl $m8, $m0, 2
 	add $m8, $m8, $mvertex_base
+.endm
+
+// PANELS=1: the walk of $m1 words from word $m7 of every row. Out: $m7 =
+// $m4 = the byte offset of the first word in row 0 ((f/4)*P + (f%4)*8);
+// $m10 = head words (up to the first panel boundary, at most d = (4 -
+// f%4)%4), $m1 = J (P - 32 when the head ends on the boundary, else 0:
+// from the head's end to the next panel's first word), $m11 = full panels,
+// $m12 = tail words, $m0 = PS = 4*ROWS - 3 (the stride in 8-byte units
+// from a panel's last word to the next panel's first). Uses $m9. 17
+// instructions.
+.macro SM_WALK
+	and $m9, $m7, 3
+	shr $m7, $m7, 2
+	mul $m7, $m7, 32 * ROWS
+	shl $m0, $m9, 3
+	add $m7, $m7, $m0
+	sub $m9, 4, $m9
+	and $m9, $m9, 3			// d
+	min $m10, $m1, $m9		// head
+	sub $m12, $m1, $m10
+	shr $m11, $m12, 2		// full panels
+	and $m12, $m12, 3		// tail
+	cmpeq $m1, $m10, $m9
+	cmpult $m0, $mzero, $m9
+	and $m1, $m1, $m0
+	mul $m1, $m1, 32 * ROWS - 32	// J
+	setzi $m0, 4 * ROWS - 3		// PS
+	add $m4, $m7, 0
+.endm
+
+// PANELS=1: the head, J, the full panels and the tail of the row's walk
+// (SM_WALK's registers), word a macro issuing one word with its pointer
+// step as its argument (1, or $m0 for a panel's last word) and last its
+// bundles less one. 4 bundles (three rpts and J) and the words.
+.macro SM_PANEL_WORDS word:req, last:req
+	{
+		rpt $m10, \last
+		fnop
+	}
+	\word 1
+	{ add $m4, $m4, $m1 ; fnop }
+	{
+		rpt $m11, 4 * (\last + 1) - 1
+		fnop
+	}
+	.rept 3
+	\word 1
+	.endr
+	\word $m0
+	{
+		rpt $m12, \last
+		fnop
+	}
+	\word 1
 .endm
 
 // The partial word into $a8:9 from in at $m3 + $m4 (ldinst: ld64 or
@@ -140,6 +230,12 @@
 	{ nop ; or $a9, $a9, $a7 }
 .endm
 
+// One word of run A: the load (pointer step \step) and the maximum.
+.macro SM_MAX_WORD step:req
+	{ ld64step $a8:9, $m3, $m4+=, \step ; fnop }
+	{ nop ; f16v4max $a0:1, $a0:1, $a8:9 }
+.endm
+
 // Run A: the partial maxima (f16, in the low half of each partial word).
 	WORKER_BEGIN softmax_f16
 	SM_SLICE
@@ -147,34 +243,52 @@
 	.if VT
 	sub $m1, $m1, $m5		// full words
 	.endif
+	.if PANELS
+	SM_WALK
+	.endif
 	.p2align 3
 1:
 	{ ld64 $a0:1, $mvertex_base, $mzero, 2 ; fnop }
+	.if PANELS
+	SM_PANEL_WORDS SM_MAX_WORD, 1
+	.else
 	{
 		rpt $m1, 1
 		fnop
 	}
-	{ ld64step $a8:9, $m3, $m4+=, 1 ; fnop }
-	{ nop ; f16v4max $a0:1, $a0:1, $a8:9 }
+	SM_MAX_WORD 1
+	.endif
 	.if VT
 	{ brz $m5, 2f ; fnop }
 	SM_MASKED ld64step, $m4+=, 1
 	{ nop ; f16v4max $a0:1, $a0:1, $a8:9 }
 2:
 	.endif
+	.if PANELS
+	{
+		add $m7, $m7, 32
+		f16v4maxc $a0, $a0:1
+	}
+	{
+		add $m4, $m7, 0
+		f16v4maxc $a0, $a0:1
+	}
+	.else
 	{
 		add $m4, $m4, $m11
 		f16v4maxc $a0, $a0:1
 	}
 	{ nop ; f16v4maxc $a0, $a0:1 }
+	.endif
 	{ st32 $a0, $m8, $mzero, PA ; fnop }
 	{ add $m8, $m8, 24 ; fnop }
 	{ brnzdec $m6, 1b ; fnop }
 	WORKER_END softmax_f16
 
 // One word's exponentials from $a8:9 (x, f16): into $a4:7 (f32), added to
-// the lanes $a0:3, e16 stored to out at $m2 + $m4 ($m4 += 8). 12 bundles.
-.macro SM_EXP
+// the lanes $a0:3, e16 stored to out at $m2 + $m4 ($m4 += 8*step). 12
+// bundles.
+.macro SM_EXP step=1
 	{ nop ; f16v2tof32 $a4:5, $a8 }
 	{ nop ; f16v2tof32 $a6:7, $a9 }
 	// f32v2axpy returns the previous result (a one-stage pipeline, hover
@@ -188,7 +302,14 @@
 	{ nop ; f32exp $a7, $a7 }
 	{ nop ; f32v4add $a0:3, $a0:3, $a4:7 }
 	{ nop ; f32v4tof16 $a8:9, $a4:7 }
-	{ st64step $a8:9, $m2, $m4+=, 1 ; fnop }
+	{ st64step $a8:9, $m2, $m4+=, \step ; fnop }
+.endm
+
+// One word of run B: load, exponentials, e16 stored (pointer step \step).
+// 13 bundles.
+.macro SM_EXP_WORD step:req
+	{ ld64 $a8:9, $m3, $m4, 0 ; fnop }
+	SM_EXP \step
 .endm
 
 // The row's scaled maximum mf into $a4 (f32), from its six partial maxima
@@ -213,6 +334,9 @@
 	.if VT
 	sub $m1, $m1, $m5
 	.endif
+	.if PANELS
+	SM_WALK
+	.endif
 	add $m9, $mvertex_base, 0	// row 0's partials, less 4*PA
 	ld32 $a12, $mvertex_base, $mzero, 2
 	f32fromi32 $a12, $a12
@@ -227,28 +351,98 @@
 	{ nop ; f32max $a11, $a10, $a10 }	// the -mf pair
 	{ nop ; f32v2add $a0:1, $azeros, $azeros }
 	{ nop ; f32v2add $a2:3, $azeros, $azeros }
+	.if PANELS
+	SM_PANEL_WORDS SM_EXP_WORD, 12
+	.else
 	{
 		rpt $m1, 12
 		fnop
 	}
-	{ ld64 $a8:9, $m3, $m4, 0 ; fnop }
-	SM_EXP
+	SM_EXP_WORD 1
+	.endif
 	.if VT
 	{ brz $m5, 2f ; fnop }
 	SM_MASKED ld64, $m4, 0
 	SM_EXP
 2:
 	.endif
+	.if PANELS
+	{
+		add $m7, $m7, 32
+		f32v2add $a0:1, $a0:1, $a2:3
+	}
+	{
+		add $m4, $m7, 0
+		f32add $a0, $a0, $a1
+	}
+	.else
 	{
 		add $m4, $m4, $m11
 		f32v2add $a0:1, $a0:1, $a2:3
 	}
 	{ nop ; f32add $a0, $a0, $a1 }
+	.endif
 	{ st32 $a0, $m8, $mzero, PB ; fnop }
 	{ add $m8, $m8, 24 ; fnop }
 	{ add $m9, $m9, 24 ; fnop }
 	{ brnzdec $m6, 1b ; fnop }
 	WORKER_END softmax_f16_exp
+
+// One word of run C: p = f16(e16 * (1/sum)) in place in out (pointer
+// step \step). 7 bundles.
+.macro SM_NORM_WORD step:req
+	{ ld64 $a8:9, $m2, $m4, 0 ; fnop }
+	{ nop ; f16v2tof32 $a4:5, $a8 }
+	{ nop ; f16v2tof32 $a6:7, $a9 }
+	{ nop ; f32v2mul $a4:5, $a4:5, $a10:11 }
+	{ nop ; f32v2mul $a6:7, $a6:7, $a10:11 }
+	{ nop ; f32v4tof16 $a8:9, $a4:7 }
+	{ st64step $a8:9, $m2, $m4+=, \step ; fnop }
+.endm
+
+// PANELS=1, after run C's rows: +0 in the padding (out in $m2). The NZA
+// padding words of the partial panel holding word NW, rows split over the
+// workers (RQ, RR; each row's NZA stores, the last stepping to the next
+// row's first), then the ZB words of the full padding panels, one
+// contiguous range split by words (ZBQ, ZBR). 2 instructions, then 8
+// instructions, the rpt and the stores for each of the two when present.
+.macro SM_PANEL_PADDING
+	get $m0, $WSR
+	and $m0, $m0, 7
+	.if NZA
+	cmpult $m1, $m0, RR
+	add $m1, $m1, RQ
+	mul $m4, $m0, RQ
+	min $m5, $m0, RR
+	add $m4, $m4, $m5
+	shl $m4, $m4, 5
+	setzi $m5, ZA0
+	add $m4, $m4, $m5
+	{
+		rpt $m1, NZA - 1
+		fnop
+	}
+	.rept NZA - 1
+	{ st64step $azeros, $m2, $m4+=, 1 ; fnop }
+	.endr
+	{ st64step $azeros, $m2, $m4+=, 5 - NZA ; fnop }
+	.endif
+	.if ZB
+	cmpult $m1, $m0, ZBR
+	add $m1, $m1, ZBQ
+	mul $m4, $m0, ZBQ
+	min $m5, $m0, ZBR
+	add $m4, $m4, $m5
+	shl $m4, $m4, 3
+	setzi $m5, ZB0
+	add $m4, $m4, $m5
+	{
+		rpt $m1, 0
+		fnop
+	}
+	{ st64step $azeros, $m2, $m4+=, 1 ; fnop }
+	.endif
+.endm
 
 // Run C: p = f16(e16 * (1/sum)) over the live words (STATS=0) or the row's
 // (mf, sum) to stats (STATS=1: every worker stores the same 8 bytes, out
@@ -256,6 +450,12 @@
 	WORKER_BEGIN softmax_f16_norm
 	SM_SLICE
 	ld32 $m2, $mvertex_base, $mzero, 0	// out
+	.if PANELS
+	.if STATS == 0
+	SM_WALK
+	.endif
+	add $m9, $mvertex_base, 0	// row 0's partials, less 4*PA
+	.else
 	add $m9, $mvertex_base, 0	// row 0's partials, less 4*PA
 	// the padding words: $m10 = count, $m12 = offset, $m5 = row skip
 	cmpult $m10, $m0, ZR
@@ -267,6 +467,7 @@
 	add $m12, $m12, 8 * NW
 	sub $m5, KW, $m10
 	shl $m5, $m5, 3
+	.endif
 	.if STATS
 	ld32 $m8, $mvertex_base, $mzero, 3	// stats
 	ld32 $a12, $mvertex_base, $mzero, 2
@@ -297,18 +498,23 @@
 	{ nop ; f32add $a4, $a4, $a5 }
 	{ nop ; f32oox $a10, $a4 }
 	{ nop ; f32max $a11, $a10, $a10 }	// the 1/sum pair
+	.if PANELS
+	SM_PANEL_WORDS SM_NORM_WORD, 6
+	{ add $m7, $m7, 32 ; fnop }
+	{ add $m4, $m7, 0 ; fnop }
+	.else
 	{
 		rpt $m1, 6
 		fnop
 	}
-	{ ld64 $a8:9, $m2, $m4, 0 ; fnop }
-	{ nop ; f16v2tof32 $a4:5, $a8 }
-	{ nop ; f16v2tof32 $a6:7, $a9 }
-	{ nop ; f32v2mul $a4:5, $a4:5, $a10:11 }
-	{ nop ; f32v2mul $a6:7, $a6:7, $a10:11 }
-	{ nop ; f32v4tof16 $a8:9, $a4:7 }
-	{ st64step $a8:9, $m2, $m4+=, 1 ; fnop }
+	SM_NORM_WORD 1
 	.endif
+	.endif
+	.if PANELS
+	{ add $m9, $m9, 24 ; fnop }
+	{ brnzdec $m6, 1b ; fnop }
+	SM_PANEL_PADDING
+	.else
 	{
 		rpt $m10, 0
 		fnop
@@ -318,4 +524,5 @@
 	{ add $m12, $m12, $m5 ; fnop }
 	{ add $m9, $m9, 24 ; fnop }
 	{ brnzdec $m6, 1b ; fnop }
+	.endif
 	WORKER_END softmax_f16_norm
