@@ -95,10 +95,7 @@ func describe(pkg *ipuexe.Package, pl *low.Plan, addrs []emit.Addresses, scheds 
 		to   []ipuexe.Binding
 	}{{pl.Inputs, pkg.Inputs}, {pl.Weights, pkg.Weights}, {pl.Outputs, pkg.Outputs}} {
 		for i := range list.from {
-			var err error
-			if list.to[i].Layout, err = layoutOf(&list.from[i]); err != nil {
-				return err
-			}
+			list.to[i].Layout = layoutOf(&list.from[i])
 		}
 	}
 	return nil

@@ -1,8 +1,6 @@
 package driver
 
 import (
-	"fmt"
-
 	"github.com/ipustack/ipustack/compiler/tile"
 	"github.com/ipustack/ipustack/ipuexe"
 )
@@ -11,18 +9,15 @@ import (
 // of the tensor's matrix, each a rectangle in one element order at a byte
 // offset of the packed binding, so that the run side packs and unpacks any
 // plan's tensors generically. The lowering gives every slice its rectangle
-// (tile.HostSlice.Block).
+// (tile.HostSlice.Block, checked by tile.Program.Verify).
 
 // layoutOf is the layout of binding hb.
-func layoutOf(hb *tile.HostBinding) ([]ipuexe.Block, error) {
+func layoutOf(hb *tile.HostBinding) []ipuexe.Block {
 	out := make([]ipuexe.Block, len(hb.Slices))
 	for i, sl := range hb.Slices {
-		if sl.Block == nil {
-			return nil, fmt.Errorf("BUG: host binding %q: slice %d has no rectangle", hb.Name, i)
-		}
 		out[i] = block(sl.Offset, sl.Block.Rows, sl.Block.Cols, sl.Block.Order, hb.Rows, hb.Cols)
 	}
-	return out, nil
+	return out
 }
 
 // block is the layout block of span rows x cols (padded coordinates) at

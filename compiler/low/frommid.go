@@ -251,7 +251,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				}
 				rs := g0.Rows.Span(c.i)
 				in.Slices = append(in.Slices, tile.HostSlice{Tile: l, Ref: tile.Ref{Buf: "X0", Off: k * xStep[l]}, Offset: in.Bytes, Length: xStep[l],
-					Block: &tile.Rect{Rows: mid.Span{Lo: k*rc + rs.Lo, Hi: k*rc + rs.Hi}, Cols: pc, Order: mid.AMPLeft}})
+					Block: tile.Rect{Rows: mid.Span{Lo: k*rc + rs.Lo, Hi: k*rc + rs.Hi}, Cols: pc, Order: mid.AMPLeft}})
 				in.Bytes += xStep[l]
 			}
 		}
@@ -271,7 +271,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 			n := rs.Len() * ks.Len() * 2
 			for _, t := range g0.InputHolders(i, q) {
 				in.Slices = append(in.Slices, tile.HostSlice{Tile: t, Ref: tile.Ref{Buf: "L0"}, Offset: in.Bytes, Length: n,
-					Block: &tile.Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
+					Block: tile.Rect{Rows: rs, Cols: ks, Order: mid.AMPLeft}})
 				in.Bytes += n
 			}
 		}
@@ -289,7 +289,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				if n := ks.Len() * sh.Len() * 2; n > 0 {
 					H := bufName("H", o)
 					w.Slices = append(w.Slices, tile.HostSlice{Tile: l, Ref: tile.Ref{Buf: H, Off: b * steps[l][H]}, Offset: w.Bytes, Length: n,
-						Block: &tile.Rect{Rows: ks, Cols: sh, Order: mid.AMPRight}})
+						Block: tile.Rect{Rows: ks, Cols: sh, Order: mid.AMPRight}})
 					w.Bytes += n
 				}
 			}
@@ -299,7 +299,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 					n := ks.Len() * cs.Len() * 2
 					t := g.Tile(0, j, q)
 					w.Slices = append(w.Slices, tile.HostSlice{Tile: t, Ref: tile.Ref{Buf: W, Off: b * steps[t][W]}, Offset: w.Bytes, Length: n,
-						Block: &tile.Rect{Rows: ks, Cols: cs, Order: mid.AMPRight}})
+						Block: tile.Rect{Rows: ks, Cols: cs, Order: mid.AMPRight}})
 					w.Bytes += n
 				}
 			}
@@ -315,7 +315,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 				if lc, ok := outLoc(g, o, c); ok && c.i == 0 {
 					n := lc.cols.Len() * 2
 					bb.Slices = append(bb.Slices, tile.HostSlice{Tile: l, Ref: tile.Ref{Buf: B, Off: b * steps[l][B]}, Offset: bb.Bytes, Length: n,
-						Block: &tile.Rect{Rows: mid.Span{Lo: 0, Hi: 1}, Cols: lc.cols, Order: mid.RowMajor}})
+						Block: tile.Rect{Rows: mid.Span{Lo: 0, Hi: 1}, Cols: lc.cols, Order: mid.RowMajor}})
 					bb.Bytes += n
 				}
 			}
@@ -644,7 +644,7 @@ func resultSlices(last *mid.GemmPlan, o, Q int, slots bool) (out []tile.HostSlic
 				ref = tile.Ref{Buf: "X", Off: k * n}
 			}
 			out = append(out, tile.HostSlice{Tile: l, Ref: ref, Offset: bytes, Length: n,
-				Block: &tile.Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
+				Block: tile.Rect{Rows: rows, Cols: lc.cols, Order: mid.AMPOut}})
 			bytes += n
 		}
 	}

@@ -137,7 +137,7 @@ func TestFromMidBlockLoop(t *testing.T) {
 				t.Fatalf("input in %d slices, output in %d", len(in.Slices), len(out.Slices))
 			}
 			for k := range in.Slices {
-				if a, b := in.Slices[k], out.Slices[k]; a.Tile != b.Tile || a.Ref != b.Ref || *a.Block != *b.Block {
+				if a, b := in.Slices[k], out.Slices[k]; a.Tile != b.Tile || a.Ref != b.Ref || a.Block != b.Block {
 					t.Fatalf("input slice %+v, output slice %+v", a, b)
 				}
 			}

@@ -139,8 +139,9 @@ type HostSlice struct {
 	Length int
 	// Block says which rectangle of the tensor's matrix the slice holds
 	// and in which element order, so that the host packs and unpacks
-	// every slice generically. It is set on every slice (Verify).
-	Block *Rect
+	// every slice generically. Every slice has one: Verify refuses an
+	// empty rectangle.
+	Block Rect
 }
 
 // Rect is a rectangle of a matrix in padded coordinates (rows x columns,

@@ -495,11 +495,7 @@ func (v *verifier) bindings() {
 
 // block checks a slice's rectangle and order against its binding.
 func (v *verifier) block(where func() string, hb *HostBinding, sl *HostSlice) {
-	b := sl.Block
-	if b == nil {
-		v.bad("%s: no rectangle (Block)", where())
-		return
-	}
+	b := &sl.Block
 	amp := b.Order == ipuexe.AMPLeft || b.Order == ipuexe.AMPRight || b.Order == ipuexe.AMPOut
 	if b.Order != ipuexe.RowMajor && !amp {
 		v.bad("%s: unknown element order %d", where(), b.Order)

@@ -282,15 +282,15 @@ func TestVerifyBroken(t *testing.T) {
 		{"binding kind", "", func(t *testing.T, p *tile.Program) { p.Weights[0].Kind = ipuexe.KindInput }, "weight binding 0"},
 		{"binding name twice", "", func(t *testing.T, p *tile.Program) { p.Weights[1].Name = p.Weights[0].Name }, "not a unique name"},
 		{"padded rows", "row chunks", func(t *testing.T, p *tile.Program) { p.Inputs[0].PadRows = p.Inputs[0].Rows - 1 }, "padded rows 0 or >= the rows"},
-		{"no rectangle", "", func(t *testing.T, p *tile.Program) { p.Outputs[0].Slices[1].Block = nil }, "output binding 0"},
+		{"no rectangle", "", func(t *testing.T, p *tile.Program) { p.Outputs[0].Slices[1].Block = tile.Rect{} }, "want a non-empty rectangle"},
 		{"order", "", func(t *testing.T, p *tile.Program) { p.Outputs[0].Slices[0].Block.Order = 9 }, "unknown element order 9"},
 		{"rectangle outside the matrix", "", func(t *testing.T, p *tile.Program) {
-			b := p.Weights[0].Slices[0].Block
+			b := &p.Weights[0].Slices[0].Block
 			b.Cols = tile.Span{Lo: b.Cols.Lo + 1024, Hi: b.Cols.Hi + 1024}
 		}, "want a non-empty rectangle of the padded"},
 		{"rectangle of other bytes", "", func(t *testing.T, p *tile.Program) { p.Inputs[0].Slices[0].Block.Rows.Hi-- }, "bytes (f16), the slice"},
 		{"rectangle not in column groups", "", func(t *testing.T, p *tile.Program) {
-			b := p.Inputs[0].Slices[0].Block
+			b := &p.Inputs[0].Slices[0].Block
 			b.Cols.Hi -= 8
 		}, "want whole 16-column"},
 		{"slice outside the binding", "", func(t *testing.T, p *tile.Program) { p.Outputs[0].Slices[0].Offset = p.Outputs[0].Bytes }, "outside the binding's"},
