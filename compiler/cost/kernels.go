@@ -531,17 +531,7 @@ func LayerNormF16(rows, width, residual, panels int) int64 {
 		b[w] = 20 + 4 + rows*(17+7*q) + 1
 		c[w] = 20 + rows*(28+11*q) + 1
 	}
-	m := newIssueModel()
-	m.issue(9)
-	m.runall(&a)
-	m.sync2()
-	m.issue(1)
-	m.runall(&b)
-	m.sync2()
-	m.issue(1)
-	m.runall(&c)
-	m.sync2()
-	return int64(m.issue(1)) // br $m10
+	return threeRuns(7, &a, &b, &c)
 }
 
 // layerNormF16Panels is LayerNormF16 with panels=1 (src/layer_norm.S).
