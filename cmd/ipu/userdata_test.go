@@ -350,7 +350,7 @@ func TestRunUserDataErrors(t *testing.T) {
 		t.Fatalf("bias: exit %d %s", code, errs)
 	}
 	// --weights on the gemm workload.
-	if code, _, errs := ipu(t, "run", "--workload", "gemm", "--m", "16", "--k", "16", "--n", "16", "--tiles", "4", "--weights", ck); code == 0 || !strings.Contains(errs, "--weights reads the MLP workloads") {
+	if code, _, errs := ipu(t, "run", "--workload", "gemm", "--m", "16", "--k", "16", "--n", "16", "--tiles", "4", "--weights", ck); code == 0 || !strings.Contains(errs, "--weights reads the MLP's fc1/fc2 tensors and the encoder layer's") {
 		t.Fatalf("gemm: exit %d %s", code, errs)
 	}
 	if _, err := os.Stat(out); err == nil {

@@ -20,8 +20,9 @@ import (
 // name graph nodes (x, block0.fc1.weight, ...) whose shapes its recipe
 // fixes, so any data of those shapes runs on it. This file maps the
 // user's files onto those nodes: a safetensors checkpoint with Hugging Face
-// names (PyTorch Linear, out x in) onto the MLP's parameters (in x out),
-// and an .npy array onto the input.
+// names (PyTorch Linear, out x in) onto the MLP's parameters (in x out) or
+// the encoder layer's (already Hugging Face names and shapes), and an .npy
+// array onto the input.
 
 // Tensor is one host tensor a workload binds, as `ipu inspect` lists it.
 type Tensor struct {
@@ -47,11 +48,12 @@ func Tensors(r Recipe) ([]Tensor, error) {
 	for _, n := range g.Inputs() {
 		out = append(out, Tensor{Node: n.Name, Role: "input", DType: n.DType.String(), Shape: slices.Clone([]int(n.Shape))})
 	}
-	mlp := isMLP(g)
+	where, _ := checkpointOf(g, r)
 	for _, n := range g.Parameters() {
 		t := Tensor{Node: n.Name, Role: "weight", DType: n.DType.String(), Shape: slices.Clone([]int(n.Shape))}
-		if mlp {
-			t.Checkpoint, t.CheckpointShape = checkpointName(n, r.Flags.MLP.Blocks)
+		if where != nil {
+			c := where(n)
+			t.Checkpoint, t.CheckpointShape = c.name, c.shape
 		}
 		out = append(out, t)
 	}
@@ -87,6 +89,49 @@ func mlpParam(name string) (block int, rest string, ok bool) {
 		return block, rest, true
 	}
 	return 0, "", false
+}
+
+// checkpointTensor is where a parameter is in a Hugging Face checkpoint,
+// relative to --weights-prefix: its name and its shape there, whether the
+// graph holds it transposed (the MLP's weights, in x out), and another name
+// to try when the first is absent ("" for none).
+type checkpointTensor struct {
+	name, alt  string
+	shape      []int
+	transposed bool
+}
+
+// checkpointOf maps the parameters of the recipe's graph to their
+// checkpoint tensors; ok false for a workload without checkpoint names
+// (the single GEMM).
+//
+// The encoder layer's parameters already have Hugging Face names and
+// shapes under "<layer>." (graph.EncoderLayerGraph): layer i reads
+// prefix + "<i>.layer_norm1.weight" and so on, so that --weights-prefix
+// vision_model.encoder.layers. reads layers 0..N-1. One layer also reads a
+// prefix that names the layer itself (vision_model.encoder.layers.7.):
+// its tensors are then tried without the index.
+func checkpointOf(g *graph.Graph, r Recipe) (func(*graph.Node) checkpointTensor, bool) {
+	if c, _ := graph.CanonicalPreset(r.Workload); c == "siglip-encoder-layer" {
+		layers := 1
+		if r.Flags.Encoder != nil {
+			layers = r.Flags.Encoder.Layers
+		}
+		return func(n *graph.Node) checkpointTensor {
+			c := checkpointTensor{name: n.Name, shape: slices.Clone([]int(n.Shape))}
+			if _, rest, ok := strings.Cut(n.Name, "."); ok && layers == 1 {
+				c.alt = rest
+			}
+			return c
+		}, true
+	}
+	if !isMLP(g) {
+		return nil, false
+	}
+	return func(n *graph.Node) checkpointTensor {
+		name, shape := checkpointName(n, r.Flags.MLP.Blocks)
+		return checkpointTensor{name: name, shape: shape, transposed: len(shape) == 2}
+	}, true
 }
 
 // checkpointName is a parameter's Hugging Face name relative to
@@ -151,11 +196,11 @@ func (r Rounding) report(log *slog.Logger, file, tensor string, strict bool) err
 	return nil
 }
 
-// LoadWeights reads the MLP's parameters from the safetensors checkpoint
-// path, under prefix, into data (graph node name -> values in the graph's
-// shape, rounded to f16). Every parameter must be there with its shape; a
-// checkpoint bias the workload does not have is an error (dropping it would
-// give a silently wrong answer).
+// LoadWeights reads the workload's parameters (the MLP's or the encoder
+// layer's) from the safetensors checkpoint path, under prefix, into data
+// (graph node name -> values in the graph's shape, rounded to f16). Every
+// parameter must be there with its shape; a checkpoint bias the MLP does
+// not have is an error (dropping it would give a silently wrong answer).
 func LoadWeights(r Recipe, path, prefix string, strict bool, log *slog.Logger, data map[string][]float32) error {
 	if log == nil {
 		log = slog.Default()
@@ -164,29 +209,40 @@ func LoadWeights(r Recipe, path, prefix string, strict bool, log *slog.Logger, d
 	if err != nil {
 		return err
 	}
-	if !isMLP(g) {
-		return fmt.Errorf("--weights: workload %q has no checkpoint names; --weights reads the MLP workloads' fc1/fc2 tensors", r.Workload)
+	where, ok := checkpointOf(g, r)
+	if !ok {
+		return fmt.Errorf("--weights: workload %q has no checkpoint names; --weights reads the MLP's fc1/fc2 tensors and the encoder layer's", r.Workload)
 	}
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("--weights: %w", err)
 	}
 	defer f.Close()
+	mlp := isMLP(g)
 	blocks := r.Flags.MLP.Blocks
 	for _, n := range g.Parameters() {
-		rel, want := checkpointName(n, blocks)
+		c := where(n)
+		rel, want := c.name, c.shape
 		name := prefix + rel
 		t := f.Tensor(name)
+		if t == nil && c.alt != "" && f.Tensor(prefix+c.alt) != nil {
+			name = prefix + c.alt
+			t = f.Tensor(name)
+		}
 		if t == nil {
 			var hint string
-			if near := f.Names(prefix, 8); blocks == 1 && f.Tensor(prefix+"0.mlp."+rel) != nil {
+			if near := f.Names(prefix, 8); mlp && blocks == 1 && f.Tensor(prefix+"0.mlp."+rel) != nil {
 				hint = fmt.Sprintf("; %q exists: one block reads one layer, e.g. --weights-prefix %s0.mlp. (or build with --blocks N to read layers 0..N-1)", prefix+"0.mlp."+rel, prefix)
 			} else if len(near) > 0 {
 				hint = fmt.Sprintf("; tensors under %q: %s", prefix, strings.Join(near, ", "))
 			} else {
 				hint = fmt.Sprintf("; the file has %d tensors, none under %q", len(f.Tensors()), prefix)
 			}
-			return fmt.Errorf("%s: no tensor %q (%s %v, for %s)%s", path, name, "F32/F16/BF16", want, n.Name, hint)
+			tried := fmt.Sprintf("%q", name)
+			if c.alt != "" {
+				tried += fmt.Sprintf(" or %q", prefix+c.alt)
+			}
+			return fmt.Errorf("%s: no tensor %s (%s %v, for %s)%s", path, tried, "F32/F16/BF16", want, n.Name, hint)
 		}
 		if !slices.Equal(t.Shape, want) {
 			return fmt.Errorf("%s: tensor %q: shape %v, the workload needs %v (out x in; workload %s)", path, name, t.Shape, want, n.Name)
@@ -195,7 +251,7 @@ func LoadWeights(r Recipe, path, prefix string, strict bool, log *slog.Logger, d
 		if err != nil {
 			return fmt.Errorf("%s: tensor %q: dtype %s, want F32, F16 or BF16", path, name, t.DType)
 		}
-		if len(want) == 2 {
+		if c.transposed {
 			v = transpose(v, want[0], want[1])
 		}
 		if err := toDevice(v).report(log, path, name, strict); err != nil {
@@ -204,7 +260,7 @@ func LoadWeights(r Recipe, path, prefix string, strict bool, log *slog.Logger, d
 		data[n.Name] = v
 	}
 	// Biases in the checkpoint the workload would ignore.
-	if !r.Flags.MLP.Biases {
+	if mlp && !r.Flags.MLP.Biases {
 		for b := 0; b < blocks; b++ {
 			for _, rest := range []string{"fc1.bias", "fc2.bias"} {
 				rel := rest
@@ -259,11 +315,21 @@ func LoadInput(r Recipe, path string, strict bool, log *slog.Logger, data map[st
 	if !ok && len(a.Shape) == 3 && len(dims) == 2 && a.Shape[2] == dims[1] && a.Shape[0]*a.Shape[1] == dims[0] {
 		ok = isMLP(g) && a.Shape[0] == r.Flags.MLP.Batch
 	}
+	// The encoder layer's input is [batch, tokens, dim]; one batch item
+	// may come as [tokens, dim].
+	if !ok && len(a.Shape) == 2 && len(dims) == 3 && dims[0] == 1 {
+		ok = slices.Equal(a.Shape, dims[1:])
+	}
 	if !ok {
 		want := fmt.Sprint(dims)
-		if isMLP(g) {
+		switch {
+		case isMLP(g):
 			c := r.Flags.MLP
 			want = fmt.Sprintf("[%d %d] (tokens x dim) or [%d %d %d] (batch x tokens x dim)", c.Rows(), c.Dim, c.Batch, c.Tokens, c.Dim)
+		case len(dims) == 3 && dims[0] == 1:
+			want = fmt.Sprintf("%v (batch x tokens x dim) or %v (tokens x dim)", dims, dims[1:])
+		case len(dims) == 3:
+			want = fmt.Sprintf("%v (batch x tokens x dim)", dims)
 		}
 		return nil, fmt.Errorf("--input %s: shape %v (%s), the workload needs %s", path, a.Shape, a.DType, want)
 	}
