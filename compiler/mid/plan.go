@@ -278,6 +278,11 @@ type Plan struct {
 	ExchangeCyc  int64 // sum of exchange stages
 	ComputeCyc   int64 // sum of compute stages
 	SearchCycles int64 // the beam's figure (equal to Cycles; kept as a cross-check)
+
+	// Encoder is set on a plan of the encoder layer (SearchEncoder): the
+	// splits of its operators that are not GEMM grids and the cycles by
+	// operator. nil on the MLP's plans.
+	Encoder *EncoderPlan
 }
 
 // Repeat is how many times the stages run per chunk: the blocks of a
@@ -389,6 +394,9 @@ func (p *Plan) Summary() string {
 		} else {
 			fmt.Fprintf(&b, "  compute  %-12s cycles=%6d calls=%d\n", s.Name, s.Cycles, len(s.Calls))
 		}
+	}
+	if p.Encoder != nil {
+		b.WriteString(p.Encoder.describe(p.Cycles))
 	}
 	return b.String()
 }

@@ -1,0 +1,765 @@
+package mid
+
+// # The SigLIP encoder layer (SearchEncoder)
+//
+// SearchEncoder plans one Hugging Face SiglipEncoderLayer (graph
+// EncoderLayerGraph, Layers 1): x + attn(ln1(x)), then y + mlp(ln2(y)), on
+// the whole chip, operator after operator. Every operator runs on all the
+// tiles it can use, one after the other (BSP supersteps); each picks its
+// own split with the exact cost of its stages given where its input is
+// (a greedy walk, not a beam over the layer: the operators' choices
+// interact only through their input layouts, which every candidate is
+// costed against). Planning only: the Stages are what a lowering of the
+// layer has to emit, with real byte ranges and kernel calls.
+//
+// Coordinates. Token rows are the B*T rows of the batch (x, the
+// projections' results, the MLP). Head-padded columns: every head's hd
+// values are padded to hp = hd rounded up to 16 (72 -> 80) with zero
+// columns, in q, k, v, the context and the merged heads; the q/k/v
+// weights' output columns and out_proj's input rows are laid out the same
+// way (zeros in the padding), so that every head boundary is a 16-column
+// group boundary. The scores GEMM needs k = 80 and the context GEMM
+// c = 80 anyway (the AMP works on groups of 16), so the padding adds
+// work only to the four projections (hp/hd - 1 = 11 % at so400m) and
+// spares every exchange of a head's columns a split inside a group (two
+// 16-byte halves of every row, separate pieces). Keys: each batch
+// element's T keys are padded to Tp = T rounded up to 16; v is held in
+// padded-key rows (row bi*Tp + t), whose padding rows are exactly zero
+// (below); k's padding keys are whatever the panel holds, the softmax
+// ignores them (valid = T). Linear weights are named in W^T coordinates
+// ([in][out], what the GEMM multiplies by; the host writes W transposed,
+// padded as above).
+//
+// Operators, their layouts and orders:
+//
+//   - 0.layer_norm1: token rows in blocks of ceil(B*T/tiles) rows, block
+//     i on tile i (x written there by the host, row-major); per tile
+//     layer_norm_f16 (<= 256 rows and rows*width <= 32768 a call) and
+//     pack_left_f16 to the AMP left panel of its rows (ln1, AMPLeft).
+//   - 0.self_attn.q_proj, k_proj: the MLP's GEMM grids (candidates,
+//     evalGemm) on ln1's layout, bias fused (add_bias_f16); results in
+//     AMP output order on the grids' holders.
+//   - 0.self_attn.v_proj is computed transposed, v^T = Wv ln1^T: left =
+//     Wv's rows (resident AMP left blocks), right = ln1^T, whose AMP right
+//     blocks (16 tokens x 16 model dims, each token's 16 dims together)
+//     are 512-byte runs of ln1's AMP left panel: an exchange re-blocking,
+//     no kernel. Its AMP output blocks give, per head dim, 16 consecutive
+//     tokens: exactly the AMP right blocks of v as the right operand of
+//     P·v. Computing v and transposing it would need a 16x16 transpose of
+//     2-byte values, which neither a kernel nor the exchange (4-byte
+//     words) does. The padding tokens of ln1^T's panel are zero (static:
+//     written once when the buffer is initialised, never by the layer), so
+//     v^T's padding columns are exactly zero: the P·v products over the
+//     padding keys add 0·0. v's bias is not added to v: since every row
+//     of P sums to 1, P·(v + 1 bv) = P·v + 1 bv, and add_bias_f16 adds bv
+//     to the context (per column, what the kernel does); a per-row bias
+//     on v^T has no kernel.
+//   - attention (0.self_attn.scores, .softmax, .context, .merge): a grid
+//     of cells (batch element, head, query block, key split). A cell
+//     receives q's rows of its block and head (AMP left), k's rows of its
+//     key range (512-byte runs of k's AMP output blocks are the AMP right
+//     blocks of k^T: again an exchange re-blocking) and v's (v^T's blocks,
+//     see above), all three in one phase; then per key block: the scores
+//     GEMM (k = hp, c = the block's keys), unpack_out_f16 to row-major,
+//     softmax_f16 (valid = the real keys; stats = 1 in flash form),
+//     pack_left_f16 back to AMP left, the context GEMM. Materialised (one
+//     split, one block): the context is final. Flash: each block's f16
+//     context is unpacked and merged into an f32 state with
+//     attention_merge_f16 (mode 0, 1, 2); with key splits over cells the
+//     partial contexts and statistics of splits 1.. are sent to the split-0
+//     cell in a second phase and merged there. The result (merge, AMP left
+//     after pack_left_f16 in the flash form, v's bias added) stays on the
+//     split-0 cell: a layout of query blocks x heads that is directly
+//     out_proj's left operand (the head merge is that layout, no data
+//     moves for it).
+//   - 0.self_attn.out_proj: a GEMM grid on that layout, bias fused, its
+//     blocks unpacked to row-major on their holders (the graph-output
+//     path of evalGemm).
+//   - 0.layer_norm2 (and 0.residual1): the out_proj rows are gathered on
+//     the layer-norm tiles (row-major pieces; a tile's own piece copied
+//     row by row), layer_norm_f16 residual=1 writes y = x + attn (kept for
+//     the last residual) and ln2(y), then pack_left_f16.
+//   - 0.mlp.fc1 (+ bias + GELU) and 0.mlp.fc2 (+ bias): GEMM grids, fc2's
+//     blocks unpacked to row-major.
+//   - 0.residual2: fc2's rows gathered on the layer-norm tiles, add_f16
+//     with y: the output, row-major, where x was.
+//
+// Attention form. Every candidate grid (query blocks, key splits, key
+// blocks) is costed exactly, stage by stage, and the cheapest that fits
+// is taken; Plan.Encoder keeps the best of each form. At so400m on 1472
+// tiles the cost model picks the materialised form (see the encoder test's
+// log for the figures): the scores of a cell's query block fit on its tile
+// whole, and the flash form's extra calls (the f16 context unpacked, the
+// merges, the final pack) and, with key splits, its second exchange phase
+// cost more than the parallelism of splitting keys gains.
+//
+// Memory: every tile's bytes are its resident weights and parameters,
+// the values held between operators (x until the second layer norm, ln1
+// until the projections have read it, ...), and the operator's working
+// set; each operator's choice must fit the data budget (cost.DataBudget)
+// and the AMP right panels region 1 (cost.InterleavedBudget), else the
+// search fails naming the operator, the tile and the bytes.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ipustack/ipustack/compiler/cost"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/ipu21"
+	"github.com/ipustack/ipustack/kernels"
+)
+
+// encShape is the layer's shape and its padded sizes.
+type encShape struct {
+	B, T, D, H, HD, F int
+	HP                int // head dim rounded up to 16
+	Tp                int // keys of one batch element rounded up to 16
+	M                 int // token rows, B*T
+	Dp                int // D rounded up to 16
+}
+
+// encNodes are the layer's nodes, by role.
+type encNodes struct {
+	x, ln1, ln1w, ln1b                     *graph.Node
+	q, qAdd, qW, qB, k, kAdd, kW, kB       *graph.Node
+	v, vW, vB                              *graph.Node
+	scores, softmax, context, merge        *graph.Node
+	o, oAdd, oW, oB, res1, ln2, ln2w, ln2b *graph.Node
+	fc1, fc1Add, fc1W, fc1B, gelu          *graph.Node
+	fc2, fc2Add, fc2W, fc2B, res2          *graph.Node
+}
+
+// IsEncoderLayer reports whether g looks like an EncoderLayerGraph (it has
+// the first layer's layer norm and softmax): what SearchEncoder takes.
+func IsEncoderLayer(g *graph.Graph) bool {
+	ln, sm := g.Node("0.layer_norm1"), g.Node("0.self_attn.softmax")
+	return ln != nil && ln.Op == graph.OpLayerNorm && sm != nil && sm.Op == graph.OpSoftmax
+}
+
+// encoderGraph recognises the layer's nodes and shape.
+func encoderGraph(g *graph.Graph) (encNodes, encShape, error) {
+	var n encNodes
+	var s encShape
+	var errs []error
+	get := func(name string, op graph.Op) *graph.Node {
+		nd := g.Node("0." + name)
+		if nd == nil {
+			errs = append(errs, fmt.Errorf("no node %q", "0."+name))
+			return nil
+		}
+		if nd.Op != op {
+			errs = append(errs, fmt.Errorf("node %q is a %v, want %v", nd.Name, nd.Op, op))
+		}
+		return nd
+	}
+	P, G, A := graph.OpParameter, graph.OpGemm, graph.OpAdd
+	n.ln1, n.ln1w, n.ln1b = get("layer_norm1", graph.OpLayerNorm), get("layer_norm1.weight", P), get("layer_norm1.bias", P)
+	n.q, n.qAdd, n.qW, n.qB = get("self_attn.q_proj", G), get("self_attn.q_proj.add", A), get("self_attn.q_proj.weight", P), get("self_attn.q_proj.bias", P)
+	n.k, n.kAdd, n.kW, n.kB = get("self_attn.k_proj", G), get("self_attn.k_proj.add", A), get("self_attn.k_proj.weight", P), get("self_attn.k_proj.bias", P)
+	n.v, n.vW, n.vB = get("self_attn.v_proj", G), get("self_attn.v_proj.weight", P), get("self_attn.v_proj.bias", P)
+	n.scores, n.softmax, n.context = get("self_attn.scores", G), get("self_attn.softmax", graph.OpSoftmax), get("self_attn.context", G)
+	n.merge = get("self_attn.merge", graph.OpReshape)
+	n.o, n.oAdd, n.oW, n.oB = get("self_attn.out_proj", G), get("self_attn.out_proj.add", A), get("self_attn.out_proj.weight", P), get("self_attn.out_proj.bias", P)
+	n.res1, n.ln2, n.ln2w, n.ln2b = get("residual1", A), get("layer_norm2", graph.OpLayerNorm), get("layer_norm2.weight", P), get("layer_norm2.bias", P)
+	n.fc1, n.fc1Add, n.fc1W, n.fc1B, n.gelu = get("mlp.fc1", G), get("mlp.fc1.add", A), get("mlp.fc1.weight", P), get("mlp.fc1.bias", P), get("mlp.gelu", graph.OpGelu)
+	n.fc2, n.fc2Add, n.fc2W, n.fc2B, n.res2 = get("mlp.fc2", G), get("mlp.fc2.add", A), get("mlp.fc2.weight", P), get("mlp.fc2.bias", P), get("residual2", A)
+	if len(errs) > 0 {
+		return n, s, fmt.Errorf("mid: not an encoder layer: %w", errors.Join(errs...))
+	}
+	if g.Node("1.layer_norm1") != nil {
+		return n, s, fmt.Errorf("mid: encoder: only one layer is planned (layers are a runtime loop over one layer's plan, not unrolled)")
+	}
+	n.x = n.ln1.Inputs[0]
+	if n.x.Op != graph.OpInput || len(n.x.Shape) != 3 {
+		return n, s, fmt.Errorf("mid: encoder: layer_norm1 reads %q, want the graph input [batch, tokens, dim]", n.x.Name)
+	}
+	outs := g.Outputs()
+	if len(outs) != 1 || outs[0].Node != n.res2 {
+		return n, s, fmt.Errorf("mid: encoder: the graph's one output must be %q", n.res2.Name)
+	}
+	for _, nd := range g.Nodes() {
+		if nd.Op != graph.OpInput && nd.DType != graph.F16 {
+			return n, s, fmt.Errorf("mid: encoder: %s %q is %v: only f16 values are planned", nd.Op, nd.Name, nd.DType)
+		}
+		if nd.Op == graph.OpGemm && nd.Acc != graph.F16 {
+			return n, s, fmt.Errorf("mid: encoder: gemm %q accumulates in %v: only f16 accumulation is planned (gemm_f16)", nd.Name, nd.Acc)
+		}
+	}
+	if n.gelu.Approx != graph.GeluTanh {
+		return n, s, fmt.Errorf("mid: encoder: gelu %q: the %v form is not supported (gelu_f16 computes the tanh form)", n.gelu.Name, n.gelu.Approx)
+	}
+	_, heads, ok := g.Node("0.self_attn.q_heads").HeadSplit()
+	if !ok {
+		return n, s, fmt.Errorf("mid: encoder: 0.self_attn.q_heads is not a head split")
+	}
+	s.B, s.T, s.D = n.x.Shape[0], n.x.Shape[1], n.x.Shape[2]
+	s.H, s.HD = heads, s.D/heads
+	s.F = n.fc1W.Shape[0]
+	s.HP, s.Tp, s.M, s.Dp = roundUp(s.HD, 16), roundUp(s.T, 16), s.B*s.T, roundUp(s.D, 16)
+	if math.Abs(n.softmax.Scale*math.Sqrt(float64(s.HD))-1) > 1e-12 {
+		return n, s, fmt.Errorf("mid: encoder: softmax scale %g is not 1/sqrt(%d) (softmax_f16 scales by 1/sqrt(dk))", n.softmax.Scale, s.HD)
+	}
+	if n.ln1.Eps != float64(kernels.LayerNormEps) && math.Abs(n.ln1.Eps-1e-6) > 1e-12 {
+		return n, s, fmt.Errorf("mid: encoder: layer norm eps %g (layer_norm_f16 uses 1e-6)", n.ln1.Eps)
+	}
+	if s.D%4 != 0 {
+		return n, s, fmt.Errorf("mid: encoder: dim %d is not a multiple of 4 (layer_norm_f16 and add_f16 work on words of 4 values)", s.D)
+	}
+	return n, s, nil
+}
+
+// EncoderPlan is what a Plan of the encoder layer adds to its GEMM plans
+// and stages: the splits of the operators that are not GEMM grids, the
+// attention form chosen and its alternatives, and the cycles by operator.
+type EncoderPlan struct {
+	Batch, Tokens, Dim, Heads, HeadDim, Hidden int
+	HeadPad, KeyPad                            int // hp and Tp (see the package's encoder notes)
+	// Rows is the token rows of the layer-norm tiles: block i on tile i
+	// (both layer norms and the last residual).
+	Rows Tiling
+	VT   VTGrid
+	// Attention is the chosen form; Materialized and Flash the cheapest
+	// fitting plan of each form (nil when none fits).
+	Attention           *AttentionPlan
+	Materialized, Flash *AttentionPlan
+	Ops                 []OpCost
+}
+
+// OpCost is one operator's share of the plan: its stages
+// (Stages[First:First+Count]) and their cycles.
+type OpCost struct {
+	Name         string
+	First, Count int
+	Cycles       int64
+	Flops        int64 // useful matrix-product flops of the operator
+}
+
+func (e *EncoderPlan) describe(total int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  encoder layer: batch %d, %d tokens, dim %d, %d heads of %d (padded to %d), hidden %d, keys padded to %d\n",
+		e.Batch, e.Tokens, e.Dim, e.Heads, e.HeadDim, e.HeadPad, e.Hidden, e.KeyPad)
+	fmt.Fprintf(&b, "  layer norm rows: %d tiles of %d rows\n", e.Rows.Count, e.Rows.Block)
+	fmt.Fprintf(&b, "  v^T grid: %d dim blocks of %d x %d token blocks of %d\n", e.VT.Rows.Count, e.VT.Rows.Block, e.VT.Cols.Count, e.VT.Cols.Block)
+	for _, a := range []*AttentionPlan{e.Materialized, e.Flash} {
+		if a != nil {
+			mark := " "
+			if a == e.Attention {
+				mark = "*"
+			}
+			fmt.Fprintf(&b, "  %s attention %s cycles=%d\n", mark, a.Describe(), a.Cycles)
+		}
+	}
+	for _, o := range e.Ops {
+		fmt.Fprintf(&b, "  op %-26s cycles=%7d (%5.1f%%) stages=%d", o.Name, o.Cycles, 100*float64(o.Cycles)/float64(max(total, 1)), o.Count)
+		if o.Flops > 0 && o.Cycles > 0 {
+			fmt.Fprintf(&b, " flops/cycle=%.0f", float64(o.Flops)/float64(o.Cycles))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// The operators in plan order (indices of the builder's live ranges).
+const (
+	opLN1 = iota
+	opQ
+	opK
+	opV
+	opAttn
+	opOut
+	opLN2
+	opFC1
+	opFC2
+	opRes2
+)
+
+// liveVal is a value held between operators: bytes per tile, from the
+// operator that produces it until the last operator that reads it.
+type liveVal struct {
+	name        string
+	bytes       []int
+	from, until int
+}
+
+// encBuilder assembles the plan operator after operator.
+type encBuilder struct {
+	t                      *ipu21.Target
+	tiles, budget, region1 int
+	m                      *models
+	memo                   map[kernels.Spec]int64
+	n                      encNodes
+	s                      encShape
+	opt                    Options
+	plan                   *Plan
+	enc                    *EncoderPlan
+	persist, r1            []int // per tile: resident weights and parameters; of them in region 1
+	live                   []liveVal
+	active                 []bool
+	peak                   int
+}
+
+// call is callCycles with the builder's memo; a kernel limit the plan
+// breaks is a bug of the plan's own checks (they choose every shape).
+func (b *encBuilder) call(s kernels.Spec) (int64, error) { return callCycles(b.memo, s) }
+
+// held is the bytes on tile t of the values live during operator op that
+// op does not produce.
+func (b *encBuilder) held(op, t int) int {
+	n := 0
+	for _, v := range b.live {
+		if v.from < op && v.until >= op {
+			n += v.bytes[t]
+		}
+	}
+	return n
+}
+
+// fits checks operator op's working set (work, and of it r1work in
+// region 1) and extra resident bytes (weights, r1w) against every tile's
+// budget, or says what does not fit where.
+func (b *encBuilder) fits(name string, op int, work, r1work, weights, r1w []int) error {
+	for t := 0; t < b.tiles; t++ {
+		var w, rw, pw, prw int
+		if work != nil {
+			w = work[t]
+		}
+		if r1work != nil {
+			rw = r1work[t]
+		}
+		if weights != nil {
+			pw = weights[t]
+		}
+		if r1w != nil {
+			prw = r1w[t]
+		}
+		h := b.held(op, t)
+		if total := b.persist[t] + pw + h + w; total > b.budget {
+			return fmt.Errorf("mid: encoder: %s does not fit: tile %d needs %d bytes (%d resident weights and parameters, %d held values, %d working set), the data budget is %d bytes per tile",
+				name, t, total, b.persist[t]+pw, h, w, b.budget)
+		}
+		if total := b.r1[t] + prw + rw; total > b.region1 {
+			return fmt.Errorf("mid: encoder: %s does not fit: tile %d needs %d bytes of AMP right panels in region 1 (%d resident, %d working), region 1 has %d",
+				name, t, total, b.r1[t]+prw, rw, b.region1)
+		}
+	}
+	return nil
+}
+
+// commit adds an operator's resident bytes and records its peak; its
+// stages are appended as one operator of the breakdown.
+func (b *encBuilder) commit(name string, op int, stages []Stage, work, weights, r1w []int, flops int64) {
+	for t := 0; t < b.tiles; t++ {
+		if weights != nil {
+			b.persist[t] += weights[t]
+		}
+		if r1w != nil {
+			b.r1[t] += r1w[t]
+		}
+		w := 0
+		if work != nil {
+			w = work[t]
+		}
+		b.peak = max(b.peak, b.persist[t]+b.held(op, t)+w)
+	}
+	oc := OpCost{Name: name, First: len(b.plan.Stages), Count: len(stages), Flops: flops}
+	for _, st := range stages {
+		oc.Cycles += st.Cycles
+		for _, c := range st.Calls {
+			b.active[c.Tile] = true
+		}
+	}
+	b.plan.Stages = append(b.plan.Stages, stages...)
+	b.enc.Ops = append(b.enc.Ops, oc)
+}
+
+// keep records a value produced by op and read until operator until.
+func (b *encBuilder) keep(name string, op, until int, bytes []int) {
+	b.live = append(b.live, liveVal{name: name, bytes: slices.Clone(bytes), from: op, until: until})
+}
+
+// SearchEncoder plans the encoder-layer graph g (EncoderLayerGraph, one
+// layer) on target t: one costed plan (Result.Finalists[0]) whose stages
+// are the whole layer's, with Plan.Encoder describing the operators'
+// splits. It returns an error naming the operator, the tile and the bytes
+// when a shape does not fit, and an *UnsupportedError for a graph it does
+// not take. Options: Tiles, CodeReserve, Conservative and PerGemm (the
+// GEMM grids costed exactly per projection, after the closed-form
+// ranking; 4 x PerGemm) are read.
+func SearchEncoder(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
+	opt.defaults(t)
+	n, s, err := encoderGraph(g)
+	if err != nil {
+		return nil, &UnsupportedError{err}
+	}
+	b := &encBuilder{t: t, tiles: opt.Tiles, budget: cost.DataBudget(t, opt.CodeReserve), region1: cost.InterleavedBudget(t),
+		m: &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}, memo: map[kernels.Spec]int64{},
+		n: n, s: s, opt: opt, persist: make([]int, opt.Tiles), r1: make([]int, opt.Tiles), active: make([]bool, opt.Tiles)}
+	b.plan = &Plan{Graph: g, Target: t, Tiles: opt.Tiles, Formats: make([]*Format, len(g.Nodes())), Chunks: 1, Flops: g.GemmFlops()}
+	b.enc = &EncoderPlan{Batch: s.B, Tokens: s.T, Dim: s.D, Heads: s.H, HeadDim: s.HD, Hidden: s.F, HeadPad: s.HP, KeyPad: s.Tp}
+	b.plan.Encoder = b.enc
+	if err := b.build(); err != nil {
+		return nil, err
+	}
+	p := b.plan
+	for _, st := range p.Stages {
+		p.Cycles += st.Cycles
+		if st.Kind == ExchangeStage {
+			p.ExchangeCyc += st.Cycles
+		} else {
+			p.ComputeCyc += st.Cycles
+		}
+	}
+	p.SearchCycles = p.Cycles
+	p.PeakBytes = b.peak
+	for tl := range b.persist {
+		p.WeightBytes = max(p.WeightBytes, b.persist[tl])
+		if b.active[tl] {
+			p.ActiveTiles++
+		}
+	}
+	opt.Logf("construct_mid: encoder plan mid_cycles=%d efficiency=%.2f%% peak_bytes=%d attention=%s",
+		p.Cycles, 100*p.Efficiency(), p.PeakBytes, b.enc.Attention.Describe())
+	return &Result{Finalists: []*Plan{p}, Budget: b.budget}, nil
+}
+
+// build plans the operators in order.
+func (b *encBuilder) build() error {
+	s, n := b.s, b.n
+	lnRows := NewTiling(s.M, min(b.tiles, s.M), 1)
+	b.enc.Rows = lnRows
+	ln1, err := b.layerNorm1(lnRows)
+	if err != nil {
+		return err
+	}
+	proj := func(op int, gemm, add, w, bias *graph.Node) (*GemmPlan, *opEval, error) {
+		return b.gemm(op, gemmOp{node: gemm, left: n.ln1, right: w, bias: bias, epilogue: []*graph.Node{add}, out: add,
+			m: s.M, k: s.D, n: s.H * s.HP, chunks: 1, totalM: s.M}, ln1, s.D, s.D)
+	}
+	qp, qe, err := proj(opQ, n.q, n.qAdd, n.qW, n.qB)
+	if err != nil {
+		return err
+	}
+	b.keep("q", opQ, opAttn, qe.held)
+	kp, ke, err := proj(opK, n.k, n.kAdd, n.kW, n.kB)
+	if err != nil {
+		return err
+	}
+	b.keep("k", opK, opAttn, ke.held)
+	vt, vtHeld, err := b.vTranspose(ln1)
+	if err != nil {
+		return err
+	}
+	b.keep("v^T", opV, opAttn, vtHeld)
+	att, attHeld, err := b.attention(qe.out, ke.out, vt)
+	if err != nil {
+		return err
+	}
+	b.keep("attention", opAttn, opOut, attHeld)
+	op, oe, err := b.gemm(opOut, gemmOp{node: n.o, left: n.merge, right: n.oW, bias: n.oB, epilogue: []*graph.Node{n.oAdd}, out: n.oAdd,
+		output: true, m: s.M, k: s.H * s.HP, n: s.D, chunks: 1, totalM: s.M}, att, s.D, s.D)
+	if err != nil {
+		return err
+	}
+	b.keep("out_proj", opOut, opLN2, oe.held)
+	ln2, err := b.layerNorm2(lnRows, oe.out)
+	if err != nil {
+		return err
+	}
+	f1, f1e, err := b.gemm(opFC1, gemmOp{node: n.fc1, left: n.ln2, right: n.fc1W, bias: n.fc1B, epilogue: []*graph.Node{n.fc1Add, n.gelu}, out: n.gelu,
+		m: s.M, k: s.D, n: s.F, chunks: 1, totalM: s.M}, ln2, s.D, s.F)
+	if err != nil {
+		return err
+	}
+	b.keep("fc1", opFC1, opFC2, f1e.held)
+	f2, f2e, err := b.gemm(opFC2, gemmOp{node: n.fc2, left: n.gelu, right: n.fc2W, bias: n.fc2B, epilogue: []*graph.Node{n.fc2Add}, out: n.fc2Add,
+		output: true, m: s.M, k: s.F, n: s.D, chunks: 1, totalM: s.M}, f1e.out, s.F, s.D)
+	if err != nil {
+		return err
+	}
+	b.keep("fc2", opFC2, opRes2, f2e.held)
+	if err := b.residual2(lnRows, f2e.out); err != nil {
+		return err
+	}
+	b.plan.Gemms = []*GemmPlan{qp, kp, op, f1, f2}
+	return nil
+}
+
+// gemm picks the grid of a token-row GEMM whose left operand is held as
+// src: the candidates of the MLP's search ranked by their closed-form
+// estimate, the first 4 x PerGemm costed exactly (evalGemm) against
+// src, the cheapest that fits the tiles' memory with everything else
+// live. realK and realN are the unpadded sizes (the plan's K and N are
+// head-padded for the attention's projections).
+func (b *encBuilder) gemm(op int, gop gemmOp, src *layout, realK, realN int) (*GemmPlan, *opEval, error) {
+	name := gop.node.Name
+	cands := candidates(gop, b.tiles, b.budget, b.region1, 1)
+	if len(cands) == 0 {
+		return nil, nil, fmt.Errorf("mid: encoder: %s (%dx%dx%d): no GEMM grid fits %d tiles and %d bytes per tile", name, gop.m, gop.k, gop.n, b.tiles, b.budget)
+	}
+	est := make(map[*GemmPlan]int64, len(cands))
+	for _, c := range cands {
+		est[c] = estimate(b.m, c)
+	}
+	sort.SliceStable(cands, func(x, y int) bool { return est[cands[x]] < est[cands[y]] })
+	var best *GemmPlan
+	var bestCyc int64
+	var firstErr error
+	for i, c := range cands {
+		if i >= 4*b.opt.PerGemm {
+			break
+		}
+		e := evalGemm(b.m, c, src, nil, b.tiles, false)
+		if err := b.fits(name, op, e.work, nil, e.weights, e.r1); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if best == nil || e.cycles < bestCyc {
+			best, bestCyc = c, e.cycles
+		}
+	}
+	if best == nil {
+		return nil, nil, fmt.Errorf("mid: encoder: %s: none of the %d cheapest grids fits: %w", name, min(len(cands), 4*b.opt.PerGemm), firstErr)
+	}
+	e := evalGemm(b.m, best, src, nil, b.tiles, true)
+	work, weights, r1 := slices.Clone(e.work), slices.Clone(e.weights), slices.Clone(e.r1)
+	best.K, best.N = realK, realN
+	best.Kernel = kernels.GemmF16For(b.opt.Conservative)
+	b.commit(name, op, e.stages, work, weights, r1, gop.node.Flops())
+	b.gemmFormats(best)
+	return best, e, nil
+}
+
+// gemmFormats records the formats of a GEMM plan's weights and bias
+// (materialize's, for one GEMM).
+func (b *encBuilder) gemmFormats(gp *GemmPlan) {
+	wf := &Format{Value: gp.Right, Rows: gp.Kp, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: AMPRight, Mem: Interleaved}
+	for i := 0; i < gp.Rows.Count; i++ {
+		for j := 0; j < gp.Cols.Count; j++ {
+			for q := 0; q < gp.Inner.Count; q++ {
+				wf.Pieces = append(wf.Pieces, Piece{Rows: gp.Inner.Span(q), Cols: gp.Cols.Span(j), Tile: gp.Tile(i, j, q)})
+			}
+		}
+	}
+	b.plan.Formats[gp.Right.ID] = wf
+	bf := &Format{Value: gp.Bias, Rows: 1, Cols: gp.Np, RealCol: gp.N, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory,
+		Pieces: biasPieces(gp)}
+	b.plan.Formats[gp.Bias.ID] = bf
+}
+
+// lnCalls are the layer_norm_f16 calls of r rows (rows per call within
+// the kernel's limits: 256 rows, 32768 values).
+func (b *encBuilder) lnCalls(r, residual int) []LayerNorm {
+	per := min(256, 32768/b.s.D)
+	var out []LayerNorm
+	for lo := 0; lo < r; lo += per {
+		out = append(out, LayerNorm{Rows: min(per, r-lo), Width: b.s.D, Residual: residual})
+	}
+	return out
+}
+
+// lnParams records a layer norm's scale and bias on every layer-norm tile
+// and counts them resident.
+func (b *encBuilder) lnParams(rows Tiling, ps ...*graph.Node) []int {
+	w := make([]int, b.tiles)
+	for _, p := range ps {
+		f := &Format{Value: p, Rows: 1, Cols: b.s.D, RealCol: b.s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+		for i := 0; i < rows.Count; i++ {
+			f.Pieces = append(f.Pieces, Piece{Rows: Span{0, 1}, Cols: Span{0, b.s.D}, Tile: i})
+			w[i] += cost.Align(2*b.s.D, 32)
+		}
+		b.plan.Formats[p.ID] = f
+	}
+	return w
+}
+
+// layerNorm1 plans ln1 on the layer-norm tiles: x where the host writes
+// it (row-major, block i on tile i), layer_norm_f16, pack_left_f16. Its
+// result is ln1's AMP left panels, one per tile.
+func (b *encBuilder) layerNorm1(rows Tiling) (*layout, error) {
+	s, n := b.s, b.n
+	const name = "0.layer_norm1"
+	xf := &Format{Value: n.x, Rows: s.M, Cols: s.D, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+	xb, work, out := make([]int, b.tiles), make([]int, b.tiles), make([]int, b.tiles)
+	busy := make([]int64, b.tiles)
+	var calls []Call
+	l := &layout{value: n.ln1, cols: []Span{{0, s.Dp}}, order: AMPLeft}
+	for i, rs := range rows.Spans() {
+		xf.Pieces = append(xf.Pieces, Piece{Rows: rs, Cols: Span{0, s.D}, Tile: i})
+		r := rs.Len()
+		xb[i] = cost.Align(2*r*s.D, 32)
+		work[i] = cost.Align(2*r*s.D, 32) + cost.Align(8*r, 32) + cost.Align(2*r*s.Dp, 32) // ln1 row-major, stats, the panel
+		out[i] = cost.Align(2*r*s.Dp, 32)
+		lo := rs.Lo
+		for _, c := range b.lnCalls(r, 0) {
+			sub := Span{lo, lo + c.Rows}
+			cyc, err := b.call(c)
+			if err != nil {
+				return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+			}
+			busy[i] += cyc
+			calls = append(calls, Call{Tile: i, Spec: c, Cycles: cyc,
+				Reads:  []Ref{{n.x, -1, sub, Span{0, s.D}}, {n.ln1w, -1, Span{0, 1}, Span{0, s.D}}, {n.ln1b, -1, Span{0, 1}, Span{0, s.D}}},
+				Writes: []Ref{{n.ln1, -1, sub, Span{0, s.D}}}})
+			lo += c.Rows
+		}
+		pk := PackLeft{R: r, K: s.D}
+		cyc, err := b.call(pk)
+		if err != nil {
+			return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+		}
+		busy[i] += cyc
+		calls = append(calls, Call{Tile: i, Spec: pk, Cycles: cyc, Reads: []Ref{{n.ln1, -1, rs, Span{0, s.D}}}, Writes: []Ref{{n.ln1, -1, rs, Span{0, s.Dp}}}})
+		l.rows = append(l.rows, rs)
+		l.tile = append(l.tile, i)
+	}
+	b.plan.Formats[n.x.ID] = xf
+	b.plan.Formats[n.ln1.ID] = layoutFormat(l, n.ln1, s.D, AnyMemory)
+	// x is held until the second layer norm adds it (residual1).
+	b.keep("x", opLN1-1, opLN2, xb)
+	params := b.lnParams(rows, n.ln1w, n.ln1b, n.ln2w, n.ln2b)
+	if err := b.fits(name, opLN1, work, nil, params, nil); err != nil {
+		return nil, err
+	}
+	var e opEval
+	addCompute(&e, name, busy, calls)
+	b.commit(name, opLN1, e.stages, work, params, nil, 0)
+	b.keep("ln1", opLN1, opV, out)
+	return l, nil
+}
+
+// gatherRows brings the row-major blocks of a value held as src (a GEMM's
+// unpacked result) to the layer-norm tiles, each its rows whole: one
+// exchange phase; a tile's own piece of its rows is copied into its row
+// buffer row by row (copy_f16; the rows of a block are not the rows of
+// the buffer) in the compute stage that follows, whose calls are
+// returned with their busy cycles.
+func (b *encBuilder) gatherRows(name string, src *layout, rows Tiling) ([]Stage, []Call, []int64, error) {
+	send, recv := make([]int, b.tiles), make([]int, b.tiles)
+	busy := make([]int64, b.tiles)
+	var calls []Call
+	var tr []Transfer
+	var err error
+	nd := &need{rows: rows.Spans(), cols: []Span{{0, b.s.D}}, tiles: func(ri, _ int) []int { return []int{ri} }}
+	exchange(src, nd, 2, send, recv, func(t Transfer) { tr = append(tr, t) }, func(t int, rs, cs Span) {
+		c := kernels.Copy{N: 2 * cs.Len()}
+		cyc, cerr := b.call(c)
+		if cerr != nil {
+			err = cerr
+			return
+		}
+		for r := rs.Lo; r < rs.Hi; r++ {
+			busy[t] += cyc
+			calls = append(calls, Call{Tile: t, Spec: c, Cycles: cyc, Reads: []Ref{{src.value, -1, Span{r, r + 1}, cs}}})
+		}
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+	}
+	var e opEval
+	addExchange(b.t, &e, name+".in", send, recv, tr)
+	return e.stages, calls, busy, nil
+}
+
+// layerNorm2 plans the out_proj rows' gather, layer_norm_f16 with the
+// fused residual (y = x + attn, kept for the last residual) and
+// pack_left_f16 of ln2(y) on the layer-norm tiles.
+func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
+	s, n := b.s, b.n
+	const name = "0.layer_norm2"
+	stages, calls, busy, err := b.gatherRows(name, src, rows)
+	if err != nil {
+		return nil, err
+	}
+	work, y, out := make([]int, b.tiles), make([]int, b.tiles), make([]int, b.tiles)
+	l := &layout{value: n.ln2, cols: []Span{{0, s.Dp}}, order: AMPLeft}
+	for i, rs := range rows.Spans() {
+		r := rs.Len()
+		// The gathered rows, ln2 row-major, the statistics, y and the panel.
+		work[i] = 2*cost.Align(2*r*s.D, 32) + cost.Align(8*r, 32) + cost.Align(2*r*s.D, 32) + cost.Align(2*r*s.Dp, 32)
+		y[i] = cost.Align(2*r*s.D, 32)
+		out[i] = cost.Align(2*r*s.Dp, 32)
+		lo := rs.Lo
+		for _, c := range b.lnCalls(r, 1) {
+			sub := Span{lo, lo + c.Rows}
+			cyc, err := b.call(c)
+			if err != nil {
+				return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+			}
+			busy[i] += cyc
+			calls = append(calls, Call{Tile: i, Spec: c, Cycles: cyc,
+				Reads: []Ref{{n.x, -1, sub, Span{0, s.D}}, {n.oAdd, -1, sub, Span{0, s.D}},
+					{n.ln2w, -1, Span{0, 1}, Span{0, s.D}}, {n.ln2b, -1, Span{0, 1}, Span{0, s.D}}},
+				Writes: []Ref{{n.res1, -1, sub, Span{0, s.D}}, {n.ln2, -1, sub, Span{0, s.D}}}})
+			lo += c.Rows
+		}
+		pk := PackLeft{R: r, K: s.D}
+		cyc, err := b.call(pk)
+		if err != nil {
+			return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+		}
+		busy[i] += cyc
+		calls = append(calls, Call{Tile: i, Spec: pk, Cycles: cyc, Reads: []Ref{{n.ln2, -1, rs, Span{0, s.D}}}, Writes: []Ref{{n.ln2, -1, rs, Span{0, s.Dp}}}})
+		l.rows = append(l.rows, rs)
+		l.tile = append(l.tile, i)
+	}
+	if err := b.fits(name, opLN2, work, nil, nil, nil); err != nil {
+		return nil, err
+	}
+	var e opEval
+	e.stages = stages
+	addCompute(&e, name, busy, calls)
+	b.commit(name, opLN2, e.stages, work, nil, nil, 0)
+	b.keep("y", opLN2, opRes2, y)
+	b.keep("ln2", opLN2, opFC1, out)
+	return l, nil
+}
+
+// residual2 plans the fc2 rows' gather and the last residual add (add_f16
+// with y) on the layer-norm tiles: the graph output, row-major, block i
+// on tile i.
+func (b *encBuilder) residual2(rows Tiling, src *layout) error {
+	s, n := b.s, b.n
+	const name = "0.residual2"
+	stages, calls, busy, err := b.gatherRows(name, src, rows)
+	if err != nil {
+		return err
+	}
+	work := make([]int, b.tiles)
+	of := &Format{Value: n.res2, Rows: s.M, Cols: s.D, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+	per := 65536 / s.D // add_f16 takes up to 65536 values a call
+	if per == 0 {
+		return fmt.Errorf("mid: encoder: %s: a row of %d values exceeds add_f16's 65536", name, s.D)
+	}
+	for i, rs := range rows.Spans() {
+		r := rs.Len()
+		work[i] = 2 * cost.Align(2*r*s.D, 32) // the gathered rows and the sum
+		for lo := rs.Lo; lo < rs.Hi; lo += per {
+			sub := Span{lo, min(lo+per, rs.Hi)}
+			c := Add{N: sub.Len() * s.D}
+			cyc, err := b.call(c)
+			if err != nil {
+				return fmt.Errorf("mid: encoder: %s: %w", name, err)
+			}
+			busy[i] += cyc
+			calls = append(calls, Call{Tile: i, Spec: c, Cycles: cyc,
+				Reads: []Ref{{n.res1, -1, sub, Span{0, s.D}}, {n.fc2Add, -1, sub, Span{0, s.D}}}, Writes: []Ref{{n.res2, -1, sub, Span{0, s.D}}}})
+		}
+		of.Pieces = append(of.Pieces, Piece{Rows: rs, Cols: Span{0, s.D}, Tile: i})
+	}
+	if err := b.fits(name, opRes2, work, nil, nil, nil); err != nil {
+		return err
+	}
+	var e opEval
+	e.stages = stages
+	addCompute(&e, name, busy, calls)
+	b.commit(name, opRes2, e.stages, work, nil, nil, 0)
+	b.plan.Formats[n.res2.ID] = of
+	return nil
+}

@@ -1,0 +1,622 @@
+package mid
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ipustack/ipustack/compiler/cost"
+	"github.com/ipustack/ipustack/graph"
+	"github.com/ipustack/ipustack/kernels"
+)
+
+// VTGrid is the grid of the transposed v projection, v^T = Wv ln1^T:
+// cell (i, j), on tile Tile(i, j), computes the head-padded dims
+// Rows.Span(i) of v^T for the tokens Cols.Span(j), in batch-padded token
+// coordinates (column bi*Tp + t is token t of batch element bi; columns
+// t >= T are padding, exactly zero). The whole model dimension is one
+// inner block: Wv's rows are resident AMP left blocks, ln1^T the AMP
+// right panel the cell receives.
+type VTGrid struct{ Rows, Cols Tiling }
+
+// Tile is the tile of cell (i, j).
+func (v VTGrid) Tile(i, j int) int { return i*v.Cols.Count + j }
+
+// vtRows are the token rows of ln1 (batch rows bi*T + t) that v^T's
+// column block c covers, one span per batch element.
+func (b *encBuilder) vtRows(c Span) []Span {
+	s := b.s
+	var out []Span
+	for bi := c.Lo / s.Tp; bi*s.Tp < c.Hi; bi++ {
+		lo, hi := max(c.Lo, bi*s.Tp)-bi*s.Tp, min(c.Hi, bi*s.Tp+s.T)-bi*s.Tp
+		if hi > lo {
+			out = append(out, Span{bi*s.T + lo, bi*s.T + hi})
+		}
+	}
+	return out
+}
+
+// vtEval is the costed v^T grid.
+type vtEval struct {
+	grid                  VTGrid
+	stages                []Stage
+	cycles                int64
+	work, r1work, weights []int
+	held                  []int
+	out                   *layout
+}
+
+// evalVT costs grid v with ln1's panels held as src.
+func (b *encBuilder) evalVT(v VTGrid, src *layout, detail bool) (*vtEval, error) {
+	s, n := b.s, b.n
+	e := &vtEval{grid: v, work: make([]int, b.tiles), r1work: make([]int, b.tiles), weights: make([]int, b.tiles), held: make([]int, b.tiles)}
+	// The right operand: each column block's ln1 rows, to every cell of
+	// the grid column; a cell holding some of them itself copies them
+	// (one copy_f16 per 16-column group).
+	var rows []Span
+	var owner []int
+	for j, c := range v.Cols.Spans() {
+		for _, r := range b.vtRows(c) {
+			rows = append(rows, r)
+			owner = append(owner, j)
+		}
+	}
+	col := make([][]int, v.Cols.Count)
+	for j := range col {
+		for i := 0; i < v.Rows.Count; i++ {
+			col[j] = append(col[j], v.Tile(i, j))
+		}
+	}
+	nd := &need{rows: rows, cols: []Span{{0, s.Dp}}, tiles: func(ri, _ int) []int { return col[owner[ri]] }}
+	send, recv := make([]int, b.tiles), make([]int, b.tiles)
+	busy := make([]int64, b.tiles)
+	var calls []Call
+	var tr []Transfer
+	var cerr error
+	emit := func(t Transfer) { tr = append(tr, t) }
+	if !detail {
+		emit = nil
+	}
+	exchange(src, nd, 2, send, recv, emit, func(t int, rs, cs Span) {
+		for c := cs.Lo; c < cs.Hi; c += 16 {
+			cp := kernels.Copy{N: rs.Len() * 32}
+			cyc, err := b.call(cp)
+			if err != nil {
+				cerr = err
+				return
+			}
+			busy[t] += cyc
+			if detail {
+				calls = append(calls, Call{Tile: t, Spec: cp, Cycles: cyc, Reads: []Ref{{n.ln1, -1, rs, Span{c, c + 16}}}})
+			}
+		}
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	var oe opEval
+	addExchange(b.t, &oe, n.v.Name+".in", send, recv, tr)
+	e.out = &layout{value: n.v, rows: v.Cols.Spans(), cols: v.Rows.Spans(), order: AMPOut}
+	for range v.Cols.Count * v.Rows.Count {
+		e.out.tile = append(e.out.tile, -1)
+	}
+	for i := 0; i < v.Rows.Count; i++ {
+		ds := v.Rows.Span(i)
+		for j := 0; j < v.Cols.Count; j++ {
+			ts := v.Cols.Span(j)
+			t := v.Tile(i, j)
+			g := kernels.Gemm{K: s.Dp, C: ts.Len(), R: ds.Len(), Conservative: b.opt.Conservative}
+			cyc, err := b.call(g)
+			if err != nil {
+				return nil, err
+			}
+			busy[t] += cyc
+			if detail {
+				reads := []Ref{{n.vW, -1, Span{0, s.Dp}, ds}}
+				for _, r := range b.vtRows(ts) {
+					reads = append(reads, Ref{n.ln1, -1, r, Span{0, s.Dp}})
+				}
+				calls = append(calls, Call{Tile: t, Spec: g, Cycles: cyc, Reads: reads, Writes: []Ref{{n.v, -1, ts, ds}}})
+			}
+			e.weights[t] = cost.Align(2*ds.Len()*s.Dp, 32)
+			e.r1work[t] = cost.Align(2*s.Dp*ts.Len(), 32)
+			out := cost.Align(2*ds.Len()*ts.Len(), 32)
+			e.work[t] = e.r1work[t] + out
+			e.held[t] = out
+			e.out.tile[j*v.Rows.Count+i] = t
+		}
+	}
+	addCompute(&oe, n.v.Name+".gemm", busy, calls)
+	e.stages, e.cycles = oe.stages, oe.cycles
+	return e, nil
+}
+
+// vTranspose picks the v^T grid: every distinct split of the dims (whole
+// 16-row groups, r <= 768) and tokens (16-column groups) on at most the
+// tiles, costed exactly; the cheapest that fits. It returns v's layout
+// (in v's coordinates: batch-padded token rows x head-padded dims) and
+// the bytes it holds per tile.
+func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
+	s, n := b.s, b.n
+	name := n.v.Name
+	var best *vtEval
+	var firstErr error
+	for _, ri := range axisCounts(s.H*s.HP/16, 1) {
+		rows := NewTiling(s.H*s.HP, ri, 16)
+		if rows.Block > kernels.GemmMaxRows {
+			continue
+		}
+		for _, cj := range axisCounts(s.B*s.Tp/16, 1) {
+			cols := NewTiling(s.B*s.Tp, cj, 16)
+			if rows.Count*cols.Count > b.tiles {
+				break
+			}
+			e, err := b.evalVT(VTGrid{rows, cols}, src, false)
+			if err != nil {
+				return nil, nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+			}
+			if err := b.fits(name, opV, e.work, e.r1work, e.weights, nil); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			if best == nil || e.cycles < best.cycles {
+				best = e
+			}
+		}
+	}
+	if best == nil {
+		if firstErr == nil {
+			firstErr = fmt.Errorf("mid: encoder: %s: no grid of %d tiles", name, b.tiles)
+		}
+		return nil, nil, firstErr
+	}
+	e, err := b.evalVT(best.grid, src, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+	}
+	b.enc.VT = e.grid
+	b.commit(name, opV, e.stages, e.work, e.weights, nil, n.v.Flops())
+	// Wv's rows, resident with the cells: in W^T coordinates (rows = the
+	// model dims, the inner side), each cell's dims as AMP left blocks.
+	wf := &Format{Value: n.vW, Rows: s.Dp, Cols: s.H * s.HP, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: AMPLeft, Mem: AnyMemory}
+	for i := 0; i < e.grid.Rows.Count; i++ {
+		for j := 0; j < e.grid.Cols.Count; j++ {
+			wf.Pieces = append(wf.Pieces, Piece{Rows: Span{0, s.Dp}, Cols: e.grid.Rows.Span(i), Tile: e.grid.Tile(i, j)})
+		}
+	}
+	b.plan.Formats[n.vW.ID] = wf
+	b.plan.Formats[n.v.ID] = layoutFormat(e.out, n.v, s.D, AnyMemory)
+	return e.out, e.held, nil
+}
+
+// AttentionPlan is the attention's grid: a cell per (batch element,
+// head, query block, key split), cell Tile(bi, h, qb, s). A cell runs
+// its split's keys in Blocks key blocks, one after the other. One split
+// of one block is the materialised form (softmax of the whole score
+// rows); any other is the flash form (online softmax: softmax_f16
+// stats=1, attention_merge_f16), whose key splits are merged on the
+// split-0 cell after a second exchange phase.
+type AttentionPlan struct {
+	Flash        bool
+	Batch, Heads int
+	Queries      Tiling // query rows of one batch element
+	Splits       Tiling // the Tp padded keys of one batch element, whole groups of 16
+	Blocks       int    // key blocks per split (asked; a split's own tiling may have fewer)
+	Cycles       int64  // the attention's stages
+	// Stages is the stage count, for the summary.
+	Stages int
+}
+
+// Cells is the grid's cell count.
+func (a *AttentionPlan) Cells() int { return a.Batch * a.Heads * a.Queries.Count * a.Splits.Count }
+
+// Tile is cell (bi, h, qb, s)'s tile.
+func (a *AttentionPlan) Tile(bi, h, qb, s int) int {
+	return ((bi*a.Heads+h)*a.Queries.Count+qb)*a.Splits.Count + s
+}
+
+// keyBlocks are split s's key blocks (padded keys of one batch element).
+func (a *AttentionPlan) keyBlocks(s int) []Span {
+	r := a.Splits.Span(s)
+	t := NewTiling(r.Len(), a.Blocks, 16)
+	out := t.Spans()
+	for i := range out {
+		out[i].Lo += r.Lo
+		out[i].Hi += r.Lo
+	}
+	return out
+}
+
+// Describe is a one-line summary.
+func (a *AttentionPlan) Describe() string {
+	if a == nil {
+		return "none"
+	}
+	form := "materialized"
+	if a.Flash {
+		form = "flash"
+	}
+	return fmt.Sprintf("%s cells=%d (batch %d x heads %d x query blocks %d of %d rows x key splits %d of %d keys) key blocks per split=%d",
+		form, a.Cells(), a.Batch, a.Heads, a.Queries.Count, a.Queries.Block, a.Splits.Count, a.Splits.Block, a.Blocks)
+}
+
+// attnEval is a costed attention grid.
+type attnEval struct {
+	stages             []Stage
+	cycles             int64
+	work, r1work, held []int
+	weights            []int // v's bias, resident with the split-0 cells
+	out                *layout
+}
+
+// stagedCalls accumulates the compute stages of the attention: per stage
+// each tile's busy cycles and, in detail mode, the calls.
+type stagedCalls struct {
+	names  []string
+	busy   [][]int64
+	calls  [][]Call
+	detail bool
+	b      *encBuilder
+	err    error
+}
+
+func (sc *stagedCalls) add(stage, tile int, spec kernels.Spec, reads, writes []Ref) {
+	cyc, err := sc.b.call(spec)
+	if err != nil {
+		if sc.err == nil {
+			sc.err = err
+		}
+		return
+	}
+	sc.busy[stage][tile] += cyc
+	if sc.detail {
+		sc.calls[stage] = append(sc.calls[stage], Call{Tile: tile, Spec: spec, Cycles: cyc, Reads: reads, Writes: writes})
+	}
+}
+
+// evalAttention costs grid a with q, k and v held as ql, kl and vl.
+// Stage order: the input phase (q, k, v); per key block the scores, the
+// softmax (unpack, softmax, pack) and the context (GEMM; flash: unpack,
+// merge); with key splits the partials' phase; the final merge (flash:
+// pack) and v's bias.
+func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail bool) (*attnEval, error) {
+	s, n := b.s, b.n
+	T := b.tiles
+	S, nq := a.Splits.Count, a.Queries.Count
+	nb := len(a.keyBlocks(0))
+	sc := &stagedCalls{detail: detail, b: b}
+	for j := 0; j < nb; j++ {
+		sfx := ""
+		if nb > 1 {
+			sfx = fmt.Sprintf(".block%d", j)
+		}
+		sc.names = append(sc.names, n.scores.Name+sfx, n.softmax.Name+sfx, n.context.Name+sfx)
+	}
+	sc.names = append(sc.names, n.merge.Name)
+	sc.busy = make([][]int64, len(sc.names))
+	sc.calls = make([][]Call, len(sc.names))
+	for i := range sc.busy {
+		sc.busy[i] = make([]int64, T)
+	}
+	final := len(sc.names) - 1
+	e := &attnEval{work: make([]int, T), r1work: make([]int, T), held: make([]int, T), weights: make([]int, T)}
+	head := func(h int) Span { return Span{h * s.HP, (h + 1) * s.HP} }
+	qrows := func(bi, qb int) Span {
+		q := a.Queries.Span(qb)
+		return Span{bi*s.T + q.Lo, bi*s.T + q.Hi}
+	}
+
+	// The input phase: q's rows of the block and head, k's and v's rows
+	// of the split's keys, one phase.
+	send, recv := make([]int, T), make([]int, T)
+	var tr []Transfer
+	emit := func(t Transfer) { tr = append(tr, t) }
+	if !detail {
+		emit = nil
+	}
+	var qn, kn, vn need
+	var qt, kt [][]int
+	for bi := 0; bi < a.Batch; bi++ {
+		for qb := 0; qb < nq; qb++ {
+			qn.rows = append(qn.rows, qrows(bi, qb))
+		}
+		for sp := 0; sp < S; sp++ {
+			r := a.Splits.Span(sp)
+			kn.rows = append(kn.rows, Span{bi*s.T + r.Lo, bi*s.T + min(r.Hi, s.T)})
+			vn.rows = append(vn.rows, Span{bi*s.Tp + r.Lo, bi*s.Tp + r.Hi})
+		}
+	}
+	for h := 0; h < a.Heads; h++ {
+		qn.cols = append(qn.cols, head(h))
+	}
+	kn.cols, vn.cols = qn.cols, qn.cols
+	for bi := 0; bi < a.Batch; bi++ {
+		for qb := 0; qb < nq; qb++ {
+			for h := 0; h < a.Heads; h++ {
+				var ts []int
+				for sp := 0; sp < S; sp++ {
+					ts = append(ts, a.Tile(bi, h, qb, sp))
+				}
+				qt = append(qt, ts)
+			}
+		}
+		for sp := 0; sp < S; sp++ {
+			for h := 0; h < a.Heads; h++ {
+				var ts []int
+				for qb := 0; qb < nq; qb++ {
+					ts = append(ts, a.Tile(bi, h, qb, sp))
+				}
+				kt = append(kt, ts)
+			}
+		}
+	}
+	qn.tiles = func(ri, ci int) []int { return qt[ri*a.Heads+ci] }
+	kn.tiles = func(ri, ci int) []int { return kt[ri*a.Heads+ci] }
+	vn.tiles = kn.tiles
+	// Own pieces are copied into the panels in the first compute stage:
+	// q per 16-column group; k per 16-column group and 16-key run (an
+	// AMP right block of k^T); v per 512-byte block.
+	exchange(ql, &qn, 2, send, recv, emit, func(t int, rs, cs Span) {
+		for c := cs.Lo; c < cs.Hi; c += 16 {
+			sc.add(0, t, kernels.Copy{N: 32 * rs.Len()}, []Ref{{n.qAdd, -1, rs, Span{c, c + 16}}}, nil)
+		}
+	})
+	exchange(kl, &kn, 2, send, recv, emit, func(t int, rs, cs Span) {
+		bi := rs.Lo / s.T
+		for c := cs.Lo; c < cs.Hi; c += 16 {
+			for lo := rs.Lo; lo < rs.Hi; {
+				hi := min(rs.Hi, bi*s.T+((lo-bi*s.T)/16+1)*16)
+				sc.add(0, t, kernels.Copy{N: 32 * (hi - lo)}, []Ref{{n.kAdd, -1, Span{lo, hi}, Span{c, c + 16}}}, nil)
+				lo = hi
+			}
+		}
+	})
+	exchange(vl, &vn, 2, send, recv, emit, func(t int, rs, cs Span) {
+		for c := cs.Lo; c < cs.Hi; c += 16 {
+			for lo := rs.Lo; lo < rs.Hi; lo += 16 {
+				sc.add(0, t, kernels.Copy{N: 512}, []Ref{{n.v, -1, Span{lo, min(lo+16, rs.Hi)}, Span{c, c + 16}}}, nil)
+			}
+		}
+	})
+	var oe opEval
+	addExchange(b.t, &oe, n.scores.Name+".in", send, recv, tr)
+	inStages := oe.stages
+
+	// The cells.
+	A := func(x int) int { return cost.Align(x, 32) }
+	e.out = &layout{value: n.merge, cols: qn.cols, order: AMPOut}
+	if a.Flash {
+		e.out.order = AMPLeft
+	}
+	mergeSend, mergeRecv := make([]int, T), make([]int, T)
+	var mergeTr []Transfer
+	for bi := 0; bi < a.Batch; bi++ {
+		for qb := 0; qb < nq; qb++ {
+			qr := qrows(bi, qb)
+			rq := qr.Len()
+			e.out.rows = append(e.out.rows, qr)
+			for h := 0; h < a.Heads; h++ {
+				hc := head(h)
+				owner := a.Tile(bi, h, qb, 0)
+				e.out.tile = append(e.out.tile, owner)
+				for sp := 0; sp < S; sp++ {
+					t := a.Tile(bi, h, qb, sp)
+					kr := a.Splits.Span(sp)
+					blocks := a.keyBlocks(sp)
+					kbMax := 0
+					for j, kb := range blocks {
+						kbMax = max(kbMax, kb.Len())
+						part := sp + j // the flash partial: split s's one block, or block j of the one split
+						valid := min(kb.Hi, s.T) - kb.Lo
+						scCols := Span{h*s.Tp + kb.Lo, h*s.Tp + kb.Hi}
+						st := 3 * j
+						sc.add(st, t, kernels.Gemm{K: s.HP, C: kb.Len(), R: rq, Conservative: b.opt.Conservative},
+							[]Ref{{n.qAdd, -1, qr, hc}, {n.kAdd, -1, Span{bi*s.T + kb.Lo, bi*s.T + min(kb.Hi, s.T)}, hc}},
+							[]Ref{{n.scores, -1, qr, scCols}})
+						sc.add(st+1, t, kernels.UnpackOut{R: rq, C: kb.Len()}, []Ref{{n.scores, -1, qr, scCols}}, []Ref{{n.scores, -1, qr, scCols}})
+						per := min(256, 65536/kb.Len())
+						stats := 0
+						if a.Flash {
+							stats = 1
+						}
+						for lo := qr.Lo; lo < qr.Hi; lo += per {
+							sub := Span{lo, min(lo+per, qr.Hi)}
+							w := []Ref{{n.softmax, -1, sub, scCols}}
+							if a.Flash {
+								w = append(w, Ref{n.softmax, part, sub, Span{h, h + 1}})
+							}
+							sc.add(st+1, t, Softmax{Rows: sub.Len(), Keys: kb.Len(), Valid: valid, DK: s.HD, Stats: stats}, []Ref{{n.scores, -1, sub, scCols}}, w)
+						}
+						sc.add(st+1, t, PackLeft{R: rq, K: kb.Len()}, []Ref{{n.softmax, -1, qr, scCols}}, []Ref{{n.softmax, -1, qr, scCols}})
+						ctxPart := -1
+						if a.Flash {
+							ctxPart = part
+						}
+						sc.add(st+2, t, kernels.Gemm{K: kb.Len(), C: s.HP, R: rq, Conservative: b.opt.Conservative},
+							[]Ref{{n.softmax, -1, qr, scCols}, {n.v, -1, Span{bi*s.Tp + kb.Lo, bi*s.Tp + kb.Hi}, hc}},
+							[]Ref{{n.context, ctxPart, qr, hc}})
+						if !a.Flash {
+							continue
+						}
+						sc.add(st+2, t, kernels.UnpackOut{R: rq, C: s.HP}, []Ref{{n.context, part, qr, hc}}, []Ref{{n.context, part, qr, hc}})
+						if S == 1 {
+							// The one split's blocks merge into the state as they come.
+							mode := 1
+							reads := []Ref{{n.context, part, qr, hc}, {n.softmax, part, qr, Span{h, h + 1}}}
+							switch {
+							case j == 0:
+								mode = 0
+							case j == len(blocks)-1:
+								mode = 2
+							}
+							if mode != 0 {
+								reads = append(reads, Ref{n.context, -1, qr, hc})
+							}
+							sc.add(st+2, t, AttentionMerge{Rows: rq, Values: s.HP, Mode: mode}, reads, []Ref{{n.context, -1, qr, hc}})
+						}
+					}
+					// Working set: q, the k^T and v panels (region 1), the
+					// scores (AMP output and row-major; the probabilities
+					// in place, packed over the AMP output), the context.
+					w := A(2*rq*s.HP) + A(2*rq*kbMax)*2 + A(2*rq*s.HP)
+					e.r1work[t] = A(2*s.HP*kr.Len()) * 2
+					if a.Flash {
+						// The block's context row-major and statistics, the
+						// f32 state, the final output.
+						w += A(2*rq*s.HP) + A(8*rq) + A(4*rq*s.HP) + A(8*rq) + A(2*rq*s.HP)
+					}
+					if sp > 0 {
+						// The partial goes to the split-0 cell.
+						by := 2*rq*s.HP + 8*rq
+						mergeSend[t] += by
+						mergeRecv[owner] += by
+						if detail {
+							mergeTr = append(mergeTr,
+								Transfer{Ref: Ref{n.context, sp, qr, hc}, Order: RowMajor, From: t, To: []int{owner}, Bytes: 2 * rq * s.HP},
+								Transfer{Ref: Ref{n.softmax, sp, qr, Span{h, h + 1}}, Order: RowMajor, From: t, To: []int{owner}, Bytes: 8 * rq})
+						}
+					} else if S > 1 {
+						w += (S - 1) * (A(2*rq*s.HP) + A(8*rq))
+					}
+					e.work[t] = w + e.r1work[t]
+				}
+				// The split-0 cell: merge the splits, pack, v's bias.
+				if S > 1 {
+					for sp := 0; sp < S; sp++ {
+						mode := 1
+						reads := []Ref{{n.context, sp, qr, hc}, {n.softmax, sp, qr, Span{h, h + 1}}}
+						switch {
+						case sp == 0:
+							mode = 0
+						case sp == S-1:
+							mode = 2
+						}
+						if mode != 0 {
+							reads = append(reads, Ref{n.context, -1, qr, hc})
+						}
+						sc.add(final, owner, AttentionMerge{Rows: rq, Values: s.HP, Mode: mode}, reads, []Ref{{n.context, -1, qr, hc}})
+					}
+				}
+				if a.Flash {
+					sc.add(final, owner, PackLeft{R: rq, K: s.HP}, []Ref{{n.context, -1, qr, hc}}, []Ref{{n.context, -1, qr, hc}})
+				}
+				sc.add(final, owner, kernels.AddBias{Rows: rq * s.HP / 16, R: rq},
+					[]Ref{{n.context, -1, qr, hc}, {n.vB, -1, Span{0, 1}, hc}}, []Ref{{n.merge, -1, qr, hc}})
+				e.held[owner] = A(2 * rq * s.HP)
+				e.weights[owner] += A(2 * s.HP)
+				e.work[owner] += e.held[owner]
+			}
+		}
+	}
+	if sc.err != nil {
+		return nil, sc.err
+	}
+	oe.stages = nil
+	oe.cycles = 0
+	oe.stages = append(oe.stages, inStages...)
+	for i, name := range sc.names {
+		if i == final && S > 1 {
+			addExchange(b.t, &oe, n.merge.Name+".in", mergeSend, mergeRecv, mergeTr)
+		}
+		addCompute(&oe, name, sc.busy[i], sc.calls[i])
+	}
+	for _, st := range oe.stages {
+		e.cycles += st.Cycles
+	}
+	e.stages = oe.stages
+	return e, nil
+}
+
+// attention picks the attention grid: every query blocking (rows <= 768,
+// the GEMM's limit), key splits (1..8) and, on one split, key blocks
+// (1..8), whose cells fit the tiles; each costed exactly (evalAttention)
+// and checked against the memory with q, k and v^T held; the cheapest
+// fitting plan of either form is chosen. It returns the merged heads'
+// layout (query blocks x heads on the split-0 cells) and their bytes.
+func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
+	s, n := b.s, b.n
+	const name = "0.self_attn.attention"
+	var best, bestM, bestF *AttentionPlan
+	var firstErr error
+	maxSplit := min(8, s.Tp/16)
+	for _, nq := range axisCounts(s.T, 1) {
+		qt := NewTiling(s.T, nq, 1)
+		if qt.Block > kernels.GemmMaxRows {
+			continue
+		}
+		if s.B*s.H*qt.Count > b.tiles {
+			break
+		}
+		for S := 1; S <= maxSplit; S++ {
+			st := NewTiling(s.Tp, S, 16)
+			if st.Count != S || s.B*s.H*qt.Count*S > b.tiles {
+				continue
+			}
+			for nb := 1; nb <= 8; nb++ {
+				if S > 1 && nb > 1 {
+					break // key splits take one block each
+				}
+				a := &AttentionPlan{Flash: S > 1 || nb > 1, Batch: s.B, Heads: s.H, Queries: qt, Splits: st, Blocks: nb}
+				if got := len(a.keyBlocks(0)); got != nb {
+					break
+				}
+				e, err := b.evalAttention(a, ql, kl, vl, false)
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("mid: encoder: %s (%s): %w", name, a.Describe(), err)
+					}
+					continue
+				}
+				if err := b.fits(name, opAttn, e.work, e.r1work, e.weights, nil); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				a.Cycles, a.Stages = e.cycles, len(e.stages)
+				pick := func(p **AttentionPlan) {
+					if *p == nil || a.Cycles < (*p).Cycles {
+						*p = a
+					}
+				}
+				pick(&best)
+				if a.Flash {
+					pick(&bestF)
+				} else {
+					pick(&bestM)
+				}
+			}
+		}
+	}
+	if best == nil {
+		if firstErr == nil {
+			firstErr = fmt.Errorf("mid: encoder: %s: %d heads x %d batch elements need more than %d tiles", name, s.H, s.B, b.tiles)
+		}
+		return nil, nil, firstErr
+	}
+	e, err := b.evalAttention(best, ql, kl, vl, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+	}
+	b.enc.Attention, b.enc.Materialized, b.enc.Flash = best, bestM, bestF
+	flops := n.scores.Flops() + n.context.Flops()
+	// Two operators of the breakdown: the input phase and the scores,
+	// softmax and context stages as the attention; the final merge (and
+	// the partials' phase before it, with key splits) as the merge.
+	cut := len(e.stages) - 1
+	if best.Splits.Count > 1 {
+		cut--
+	}
+	b.commit(name, opAttn, e.stages[:cut], e.work, nil, nil, flops)
+	b.commit(n.merge.Name, opAttn, e.stages[cut:], e.work, e.weights, nil, 0)
+	bf := &Format{Value: n.vB, Rows: 1, Cols: s.H * s.HP, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+	for ri := range e.out.rows {
+		for ci, c := range e.out.cols {
+			bf.Pieces = append(bf.Pieces, Piece{Rows: Span{0, 1}, Cols: c, Tile: e.out.tile[ri*len(e.out.cols)+ci]})
+		}
+	}
+	b.plan.Formats[n.vB.ID] = bf
+	b.plan.Formats[n.merge.ID] = layoutFormat(e.out, n.merge, s.D, AnyMemory)
+	return e.out, slices.Clone(e.held), nil
+}
