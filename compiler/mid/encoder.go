@@ -219,6 +219,9 @@ func encoderGraph(g *graph.Graph) (encNodes, encShape, error) {
 type EncoderPlan struct {
 	Batch, Tokens, Dim, Heads, HeadDim, Hidden int
 	HeadPad, KeyPad                            int // hp and Tp (see the package's encoder notes)
+	// WeightCap is the share of the data budget the resident weights
+	// were capped at (0: none needed; see SearchEncoder).
+	WeightCap float64
 	// Rows is the token rows of the layer-norm tiles: block i on tile i
 	// (both layer norms and the last residual).
 	Rows Tiling
@@ -299,13 +302,28 @@ type encBuilder struct {
 	enc                    *EncoderPlan
 	persist, r1            []int // per tile: resident weights and parameters; of them in region 1
 	live                   []liveVal
-	active                 []bool
-	peak                   int
+	// capShare, when not 0, caps each GEMM's resident weight bytes per
+	// tile at capShare x the data budget x its share of the layer's
+	// weights (weightCap).
+	capShare float64
+	active   []bool
+	peak     int
 }
 
 // call is callCycles with the builder's memo; a kernel limit the plan
 // breaks is a bug of the plan's own checks (they choose every shape).
 func (b *encBuilder) call(s kernels.Spec) (int64, error) { return callCycles(b.memo, s) }
+
+// weightCap is the most resident weight bytes per tile a GEMM whose
+// weights are w bytes (unreplicated) may keep (no limit without a cap).
+func (b *encBuilder) weightCap(w int) int {
+	if b.capShare == 0 {
+		return math.MaxInt
+	}
+	s := b.s
+	all := 2 * (4*s.Dp*s.H*s.HP + 2*s.Dp*roundUp(s.F, 16)) // bytes
+	return int(b.capShare * float64(b.budget) * float64(w) / float64(all))
+}
 
 // held is the bytes on tile t of the values live during operator op that
 // op does not produce.
@@ -319,35 +337,56 @@ func (b *encBuilder) held(op, t int) int {
 	return n
 }
 
+// fitError is what does not fit where: an operator's choice whose bytes
+// on a tile exceed the budget by Excess.
+type fitError struct {
+	msg    string
+	Excess int
+}
+
+func (e *fitError) Error() string { return e.msg }
+
+// closer is the one of a and err (a *fitError) that misses by less: the
+// error reported when no choice fits is the nearest miss.
+func closer(a *fitError, err error) *fitError {
+	var f *fitError
+	if !errors.As(err, &f) {
+		return a
+	}
+	if a == nil || f.Excess < a.Excess {
+		return f
+	}
+	return a
+}
+
 // fits checks operator op's working set (work, and of it r1work in
 // region 1) and extra resident bytes (weights, r1w) against every tile's
-// budget, or says what does not fit where.
+// budget, or says what does not fit where (the tile that misses by
+// most).
 func (b *encBuilder) fits(name string, op int, work, r1work, weights, r1w []int) error {
+	var worst *fitError
+	at := func(i []int, t int) int {
+		if i == nil {
+			return 0
+		}
+		return i[t]
+	}
 	for t := 0; t < b.tiles; t++ {
-		var w, rw, pw, prw int
-		if work != nil {
-			w = work[t]
-		}
-		if r1work != nil {
-			rw = r1work[t]
-		}
-		if weights != nil {
-			pw = weights[t]
-		}
-		if r1w != nil {
-			prw = r1w[t]
-		}
+		w, rw, pw, prw := at(work, t), at(r1work, t), at(weights, t), at(r1w, t)
 		h := b.held(op, t)
-		if total := b.persist[t] + pw + h + w; total > b.budget {
-			return fmt.Errorf("mid: encoder: %s does not fit: tile %d needs %d bytes (%d resident weights and parameters, %d held values, %d working set), the data budget is %d bytes per tile",
-				name, t, total, b.persist[t]+pw, h, w, b.budget)
+		if total := b.persist[t] + pw + h + w; total > b.budget && (worst == nil || total-b.budget > worst.Excess) {
+			worst = &fitError{fmt.Sprintf("mid: encoder: %s does not fit: tile %d needs %d bytes (%d resident weights and parameters, %d held values, %d working set), the data budget is %d bytes per tile",
+				name, t, total, b.persist[t]+pw, h, w, b.budget), total - b.budget}
 		}
-		if total := b.r1[t] + prw + rw; total > b.region1 {
-			return fmt.Errorf("mid: encoder: %s does not fit: tile %d needs %d bytes of AMP right panels in region 1 (%d resident, %d working), region 1 has %d",
-				name, t, total, b.r1[t]+prw, rw, b.region1)
+		if total := b.r1[t] + prw + rw; total > b.region1 && (worst == nil || total-b.region1 > worst.Excess) {
+			worst = &fitError{fmt.Sprintf("mid: encoder: %s does not fit: tile %d needs %d bytes of AMP right panels in region 1 (%d resident, %d working), region 1 has %d",
+				name, t, total, b.r1[t]+prw, rw, b.region1), total - b.region1}
 		}
 	}
-	return nil
+	if worst == nil {
+		return nil
+	}
+	return worst
 }
 
 // commit adds an operator's resident bytes and records its peak; its
@@ -382,6 +421,11 @@ func (b *encBuilder) keep(name string, op, until int, bytes []int) {
 	b.live = append(b.live, liveVal{name: name, bytes: slices.Clone(bytes), from: op, until: until})
 }
 
+// weightCaps are the shares of the data budget the layer's resident
+// weights are capped at, in the order SearchEncoder tries them (0: no
+// cap).
+var weightCaps = []float64{0, 0.7, 0.5, 0.35}
+
 // SearchEncoder plans the encoder-layer graph g (EncoderLayerGraph, one
 // layer) on target t: one costed plan (Result.Finalists[0]) whose stages
 // are the whole layer's, with Plan.Encoder describing the operators'
@@ -396,14 +440,33 @@ func SearchEncoder(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error
 	if err != nil {
 		return nil, &UnsupportedError{err}
 	}
-	b := &encBuilder{t: t, tiles: opt.Tiles, budget: cost.DataBudget(t, opt.CodeReserve), region1: cost.InterleavedBudget(t),
-		m: &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}, memo: map[kernels.Spec]int64{},
-		n: n, s: s, opt: opt, persist: make([]int, opt.Tiles), r1: make([]int, opt.Tiles), active: make([]bool, opt.Tiles)}
-	b.plan = &Plan{Graph: g, Target: t, Tiles: opt.Tiles, Formats: make([]*Format, len(g.Nodes())), Chunks: 1, Flops: g.GemmFlops()}
-	b.enc = &EncoderPlan{Batch: s.B, Tokens: s.T, Dim: s.D, Heads: s.H, HeadDim: s.HD, Hidden: s.F, HeadPad: s.HP, KeyPad: s.Tp}
-	b.plan.Encoder = b.enc
-	if err := b.build(); err != nil {
-		return nil, err
+	// The operators are chosen one after the other, each for its own
+	// cycles; their resident weights (replicated over a grid's row
+	// blocks) add up on every tile. When the layer does not fit so, it is
+	// planned again with each GEMM's resident weights per tile capped at
+	// a share of the data budget, its share of all the layer's weights
+	// (weightCaps, tighter and tighter); the first plan that fits is kept.
+	var b *encBuilder
+	var first error
+	for _, f := range weightCaps {
+		b = &encBuilder{t: t, tiles: opt.Tiles, budget: cost.DataBudget(t, opt.CodeReserve), region1: cost.InterleavedBudget(t),
+			m: &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}, memo: map[kernels.Spec]int64{},
+			n: n, s: s, opt: opt, persist: make([]int, opt.Tiles), r1: make([]int, opt.Tiles), active: make([]bool, opt.Tiles), capShare: f}
+		b.plan = &Plan{Graph: g, Target: t, Tiles: opt.Tiles, Formats: make([]*Format, len(g.Nodes())), Chunks: 1, Flops: g.GemmFlops()}
+		b.enc = &EncoderPlan{Batch: s.B, Tokens: s.T, Dim: s.D, Heads: s.H, HeadDim: s.HD, Hidden: s.F, HeadPad: s.HP, KeyPad: s.Tp, WeightCap: f}
+		b.plan.Encoder = b.enc
+		err := b.build()
+		if err == nil {
+			first = nil
+			break
+		}
+		if first == nil {
+			first = err
+		}
+		opt.Logf("construct_mid: encoder plan with weight cap %.2f of the budget: %v", f, err)
+	}
+	if first != nil {
+		return nil, fmt.Errorf("%w (nor with each GEMM's resident weights capped at its share of down to %.0f%% of the data budget)", first, 100*weightCaps[len(weightCaps)-1])
 	}
 	p := b.plan
 	for _, st := range p.Stages {
@@ -499,33 +562,54 @@ func (b *encBuilder) gemm(op int, gop gemmOp, src *layout, realK, realN int) (*G
 	name := gop.node.Name
 	cands := candidates(gop, b.tiles, b.budget, b.region1, 1)
 	if len(cands) == 0 {
-		return nil, nil, fmt.Errorf("mid: encoder: %s (%dx%dx%d): no GEMM grid fits %d tiles and %d bytes per tile", name, gop.m, gop.k, gop.n, b.tiles, b.budget)
+		// Say how far the smallest grid is from fitting: its cell's
+		// weights, left block and output on one tile.
+		least, at := -1, 0
+		for _, c := range candidates(gop, b.tiles, math.MaxInt, math.MaxInt, 1) {
+			r, cc, k := c.Rows.Block, c.Cols.Block, c.Inner.Block
+			if need := 2*r*k + 2*r*cc + 2*k*cc; least < 0 || need < least {
+				least, at = need, c.Tile(0, 0, 0)
+			}
+		}
+		return nil, nil, fmt.Errorf("mid: encoder: %s (%dx%dx%d) does not fit: on %d tiles its smallest grid needs %d bytes on tile %d for one cell's weights, left block and output, the data budget is %d bytes per tile",
+			name, gop.m, gop.k, gop.n, b.tiles, least, at, b.budget)
 	}
 	est := make(map[*GemmPlan]int64, len(cands))
 	for _, c := range cands {
 		est[c] = estimate(b.m, c)
 	}
 	sort.SliceStable(cands, func(x, y int) bool { return est[cands[x]] < est[cands[y]] })
+	wcap := b.weightCap(2 * roundUp(gop.k, 16) * roundUp(gop.n, 16))
 	var best *GemmPlan
 	var bestCyc int64
-	var firstErr error
-	for i, c := range cands {
-		if i >= 4*b.opt.PerGemm {
+	var fitErr *fitError
+	// In estimate order: 4 x PerGemm grids that fit are costed; grids
+	// that do not fit do not count, up to 16 x PerGemm evaluations (a
+	// tight shape needs the small-block grids the estimate ranks late).
+	fitting, tried := 0, 0
+	for _, c := range cands {
+		if fitting >= 4*b.opt.PerGemm || tried >= 16*b.opt.PerGemm {
 			break
 		}
-		e := evalGemm(b.m, c, src, nil, b.tiles, false)
-		if err := b.fits(name, op, e.work, nil, e.weights, e.r1); err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
+		if 2*c.Inner.Block*c.Cols.Block > wcap {
 			continue
 		}
+		tried++
+		e := evalGemm(b.m, c, src, nil, b.tiles, false)
+		if err := b.fits(name, op, e.work, nil, e.weights, e.r1); err != nil {
+			fitErr = closer(fitErr, err)
+			continue
+		}
+		fitting++
 		if best == nil || e.cycles < bestCyc {
 			best, bestCyc = c, e.cycles
 		}
 	}
 	if best == nil {
-		return nil, nil, fmt.Errorf("mid: encoder: %s: none of the %d cheapest grids fits: %w", name, min(len(cands), 4*b.opt.PerGemm), firstErr)
+		if fitErr == nil {
+			return nil, nil, fmt.Errorf("mid: encoder: %s does not fit: no grid keeps its resident weights within %d bytes per tile", name, wcap)
+		}
+		return nil, nil, fmt.Errorf("mid: encoder: %s: none of the %d grids tried fits; the nearest: %w", name, tried, fitErr)
 	}
 	e := evalGemm(b.m, best, src, nil, b.tiles, true)
 	work, weights, r1 := slices.Clone(e.work), slices.Clone(e.weights), slices.Clone(e.r1)

@@ -10,16 +10,32 @@ import (
 )
 
 // VTGrid is the grid of the transposed v projection, v^T = Wv ln1^T:
-// cell (i, j), on tile Tile(i, j), computes the head-padded dims
-// Rows.Span(i) of v^T for the tokens Cols.Span(j), in batch-padded token
-// coordinates (column bi*Tp + t is token t of batch element bi; columns
-// t >= T are padding, exactly zero). The whole model dimension is one
-// inner block: Wv's rows are resident AMP left blocks, ln1^T the AMP
-// right panel the cell receives.
-type VTGrid struct{ Rows, Cols Tiling }
+// cell (i, j, p), on tile Tile(i, j, p), multiplies the head-padded dims
+// Rows.Span(i) of Wv (its rows: resident AMP left blocks of the model
+// dims Inner.Span(p)) by ln1^T's model dims Inner.Span(p) of the tokens
+// Cols.Span(j) (the AMP right panel the cell receives), in batch-padded
+// token coordinates (column bi*Tp + t is token t of batch element bi;
+// columns t >= T are padding, exactly zero). With Inner.Count > 1 the
+// partial blocks are reduce-scattered by rows: cell (i, j, q) sums and
+// holds the dims Slice(i, q) (whole 16-row groups: an AMP right block of
+// v is 16 dims of one token group).
+type VTGrid struct{ Rows, Cols, Inner Tiling }
 
-// Tile is the tile of cell (i, j).
-func (v VTGrid) Tile(i, j int) int { return i*v.Cols.Count + j }
+// Tile is the tile of cell (i, j, p).
+func (v VTGrid) Tile(i, j, p int) int { return (i*v.Inner.Count+p)*v.Cols.Count + j }
+
+// Slice is the dims of block i that cell q holds after the reduction
+// (empty past the last non-empty one); the whole block without K-split.
+func (v VTGrid) Slice(i, q int) Span {
+	r := v.Rows.Span(i)
+	if v.Inner.Count == 1 {
+		return r
+	}
+	groups := r.Len() / 16
+	per := (groups + v.Inner.Count - 1) / v.Inner.Count
+	lo := min(r.Lo+16*q*per, r.Hi)
+	return Span{lo, min(lo+16*per, r.Hi)}
+}
 
 // vtRows are the token rows of ln1 (batch rows bi*T + t) that v^T's
 // column block c covers, one span per batch element.
@@ -47,11 +63,13 @@ type vtEval struct {
 
 // evalVT costs grid v with ln1's panels held as src.
 func (b *encBuilder) evalVT(v VTGrid, src *layout, detail bool) (*vtEval, error) {
-	s, n := b.s, b.n
+	n := b.n
 	e := &vtEval{grid: v, work: make([]int, b.tiles), r1work: make([]int, b.tiles), weights: make([]int, b.tiles), held: make([]int, b.tiles)}
-	// The right operand: each column block's ln1 rows, to every cell of
-	// the grid column; a cell holding some of them itself copies them
-	// (one copy_f16 per 16-column group).
+	P := v.Inner.Count
+	// The right operand: each column block's ln1 rows and inner block's
+	// model dims, to every cell of that grid column and inner block; a
+	// cell holding some of them itself copies them (one copy_f16 per
+	// 16-column group).
 	var rows []Span
 	var owner []int
 	for j, c := range v.Cols.Spans() {
@@ -60,86 +78,140 @@ func (b *encBuilder) evalVT(v VTGrid, src *layout, detail bool) (*vtEval, error)
 			owner = append(owner, j)
 		}
 	}
-	col := make([][]int, v.Cols.Count)
-	for j := range col {
-		for i := 0; i < v.Rows.Count; i++ {
-			col[j] = append(col[j], v.Tile(i, j))
+	col := make([][]int, v.Cols.Count*P)
+	for j := 0; j < v.Cols.Count; j++ {
+		for p := 0; p < P; p++ {
+			for i := 0; i < v.Rows.Count; i++ {
+				col[j*P+p] = append(col[j*P+p], v.Tile(i, j, p))
+			}
 		}
 	}
-	nd := &need{rows: rows, cols: []Span{{0, s.Dp}}, tiles: func(ri, _ int) []int { return col[owner[ri]] }}
+	nd := &need{rows: rows, cols: v.Inner.Spans(), tiles: func(ri, ci int) []int { return col[owner[ri]*P+ci] }}
 	send, recv := make([]int, b.tiles), make([]int, b.tiles)
-	busy := make([]int64, b.tiles)
-	var calls []Call
+	cs := &stagedCalls{detail: detail, b: b, busy: [][]int64{make([]int64, b.tiles), make([]int64, b.tiles)}, calls: make([][]Call, 2)}
 	var tr []Transfer
-	var cerr error
 	emit := func(t Transfer) { tr = append(tr, t) }
 	if !detail {
 		emit = nil
 	}
-	exchange(src, nd, 2, send, recv, emit, func(t int, rs, cs Span) {
-		for c := cs.Lo; c < cs.Hi; c += 16 {
-			cp := kernels.Copy{N: rs.Len() * 32}
-			cyc, err := b.call(cp)
-			if err != nil {
-				cerr = err
-				return
-			}
-			busy[t] += cyc
-			if detail {
-				calls = append(calls, Call{Tile: t, Spec: cp, Cycles: cyc, Reads: []Ref{{n.ln1, -1, rs, Span{c, c + 16}}}})
-			}
+	exchange(src, nd, 2, send, recv, emit, func(t int, rs, cols Span) {
+		for c := cols.Lo; c < cols.Hi; c += 16 {
+			cs.add(0, t, kernels.Copy{N: rs.Len() * 32}, []Ref{{n.ln1, -1, rs, Span{c, c + 16}}}, nil)
 		}
 	})
-	if cerr != nil {
-		return nil, cerr
-	}
 	var oe opEval
 	addExchange(b.t, &oe, n.v.Name+".in", send, recv, tr)
-	e.out = &layout{value: n.v, rows: v.Cols.Spans(), cols: v.Rows.Spans(), order: AMPOut}
-	for range v.Cols.Count * v.Rows.Count {
-		e.out.tile = append(e.out.tile, -1)
+	e.out = &layout{value: n.v, rows: v.Cols.Spans(), order: AMPOut}
+	type slice struct {
+		s    Span
+		i, q int
+	}
+	var owned []slice
+	for i := 0; i < v.Rows.Count; i++ {
+		for q := 0; q < P; q++ {
+			if sl := v.Slice(i, q); sl.Len() > 0 {
+				owned = append(owned, slice{sl, i, q})
+				e.out.cols = append(e.out.cols, sl)
+			}
+		}
+	}
+	for j := 0; j < v.Cols.Count; j++ {
+		for _, sl := range owned {
+			e.out.tile = append(e.out.tile, v.Tile(sl.i, j, sl.q))
+		}
 	}
 	for i := 0; i < v.Rows.Count; i++ {
 		ds := v.Rows.Span(i)
 		for j := 0; j < v.Cols.Count; j++ {
 			ts := v.Cols.Span(j)
-			t := v.Tile(i, j)
-			g := kernels.Gemm{K: s.Dp, C: ts.Len(), R: ds.Len(), Conservative: b.opt.Conservative}
-			cyc, err := b.call(g)
-			if err != nil {
-				return nil, err
-			}
-			busy[t] += cyc
-			if detail {
-				reads := []Ref{{n.vW, -1, Span{0, s.Dp}, ds}}
-				for _, r := range b.vtRows(ts) {
-					reads = append(reads, Ref{n.ln1, -1, r, Span{0, s.Dp}})
+			for p := 0; p < P; p++ {
+				ks := v.Inner.Span(p)
+				t := v.Tile(i, j, p)
+				part := p
+				if P == 1 {
+					part = -1
 				}
-				calls = append(calls, Call{Tile: t, Spec: g, Cycles: cyc, Reads: reads, Writes: []Ref{{n.v, -1, ts, ds}}})
+				reads := []Ref{{n.vW, -1, ks, ds}}
+				if detail {
+					for _, r := range b.vtRows(ts) {
+						reads = append(reads, Ref{n.ln1, -1, r, ks})
+					}
+				}
+				cs.add(0, t, kernels.Gemm{K: ks.Len(), C: ts.Len(), R: ds.Len(), Conservative: b.opt.Conservative}, reads, []Ref{{n.v, part, ts, ds}})
+				e.weights[t] = cost.Align(2*ds.Len()*ks.Len(), 32)
+				e.r1work[t] = cost.Align(2*ks.Len()*ts.Len(), 32)
+				out := cost.Align(2*ds.Len()*ts.Len(), 32)
+				e.work[t] = e.r1work[t] + out
+				if P == 1 {
+					e.held[t] = out
+				}
 			}
-			e.weights[t] = cost.Align(2*ds.Len()*s.Dp, 32)
-			e.r1work[t] = cost.Align(2*s.Dp*ts.Len(), 32)
-			out := cost.Align(2*ds.Len()*ts.Len(), 32)
-			e.work[t] = e.r1work[t] + out
-			e.held[t] = out
-			e.out.tile[j*v.Rows.Count+i] = t
 		}
 	}
-	addCompute(&oe, n.v.Name+".gemm", busy, calls)
+	addCompute(&oe, n.v.Name+".gemm", cs.busy[0], cs.calls[0])
+	if P > 1 {
+		// Reduce-scatter by rows: slice q of every partial to cell q.
+		clear(send)
+		clear(recv)
+		tr = nil
+		for i := 0; i < v.Rows.Count; i++ {
+			for j := 0; j < v.Cols.Count; j++ {
+				ts := v.Cols.Span(j)
+				for q := 0; q < P; q++ {
+					sl := v.Slice(i, q)
+					if sl.Len() == 0 {
+						continue
+					}
+					dst := v.Tile(i, j, q)
+					nv := ts.Len() * sl.Len()
+					for p := 0; p < P; p++ {
+						if p == q {
+							continue
+						}
+						src := v.Tile(i, j, p)
+						send[src] += 2 * nv
+						recv[dst] += 2 * nv
+						if detail {
+							tr = append(tr, Transfer{Ref: Ref{n.v, p, ts, sl}, Order: AMPOut, From: src, To: []int{dst}, Bytes: 2 * nv})
+						}
+					}
+					// The received parts arrive in one buffer; the own
+					// partial is copied behind them (reduce_add reads
+					// parts contiguous arrays), as in evalGemm.
+					cs.add(1, dst, kernels.Copy{N: 2 * nv}, []Ref{{n.v, q, ts, sl}}, nil)
+					reads := make([]Ref, P)
+					for p := range reads {
+						reads[p] = Ref{n.v, p, ts, sl}
+					}
+					cs.add(1, dst, kernels.ReduceAdd{N: nv, Parts: P}, reads, []Ref{{n.v, -1, ts, sl}})
+					e.work[dst] += cost.Align(2*P*nv, 32)
+					e.held[dst] += cost.Align(2*nv, 32)
+				}
+			}
+		}
+		addExchange(b.t, &oe, n.v.Name+".reduce", send, recv, tr)
+		addCompute(&oe, n.v.Name+".reduce", cs.busy[1], cs.calls[1])
+	}
+	if cs.err != nil {
+		return nil, cs.err
+	}
 	e.stages, e.cycles = oe.stages, oe.cycles
 	return e, nil
 }
 
 // vTranspose picks the v^T grid: every distinct split of the dims (whole
-// 16-row groups, r <= 768) and tokens (16-column groups) on at most the
-// tiles, costed exactly; the cheapest that fits. It returns v's layout
-// (in v's coordinates: batch-padded token rows x head-padded dims) and
-// the bytes it holds per tile.
+// 16-row groups, r <= 768), the tokens (16-column groups) and the model
+// dims (the inner side, 16-groups) on at most the tiles, costed exactly
+// unless its largest GEMM call alone costs more than the best so far; the
+// cheapest that fits. It returns v's layout (in v's coordinates:
+// batch-padded token rows x head-padded dims) and the bytes it holds per
+// tile.
 func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
 	s, n := b.s, b.n
 	name := n.v.Name
 	var best *vtEval
-	var firstErr error
+	var firstErr *fitError
+	wcap := b.weightCap(2 * s.Dp * s.H * s.HP)
 	for _, ri := range axisCounts(s.H*s.HP/16, 1) {
 		rows := NewTiling(s.H*s.HP, ri, 16)
 		if rows.Block > kernels.GemmMaxRows {
@@ -150,24 +222,35 @@ func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
 			if rows.Count*cols.Count > b.tiles {
 				break
 			}
-			e, err := b.evalVT(VTGrid{rows, cols}, src, false)
-			if err != nil {
-				return nil, nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
-			}
-			if err := b.fits(name, opV, e.work, e.r1work, e.weights, nil); err != nil {
-				if firstErr == nil {
-					firstErr = err
+			for _, pk := range axisCounts(s.Dp/16, 1) {
+				inner := NewTiling(s.Dp, pk, 16)
+				if rows.Count*cols.Count*inner.Count > b.tiles {
+					break
 				}
-				continue
-			}
-			if best == nil || e.cycles < best.cycles {
-				best = e
+				if 2*rows.Block*inner.Block > wcap {
+					continue
+				}
+				lb, err := b.call(kernels.Gemm{K: inner.Block, C: cols.Block, R: rows.Block, Conservative: b.opt.Conservative})
+				if err != nil || (best != nil && lb >= best.cycles) {
+					continue
+				}
+				e, err := b.evalVT(VTGrid{rows, cols, inner}, src, false)
+				if err != nil {
+					continue // a kernel limit (reduce_add's parts, ...): not a candidate
+				}
+				if err := b.fits(name, opV, e.work, e.r1work, e.weights, nil); err != nil {
+					firstErr = closer(firstErr, err)
+					continue
+				}
+				if best == nil || e.cycles < best.cycles {
+					best = e
+				}
 			}
 		}
 	}
 	if best == nil {
 		if firstErr == nil {
-			firstErr = fmt.Errorf("mid: encoder: %s: no grid of %d tiles", name, b.tiles)
+			return nil, nil, fmt.Errorf("mid: encoder: %s: no grid of %d tiles", name, b.tiles)
 		}
 		return nil, nil, firstErr
 	}
@@ -180,9 +263,12 @@ func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
 	// Wv's rows, resident with the cells: in W^T coordinates (rows = the
 	// model dims, the inner side), each cell's dims as AMP left blocks.
 	wf := &Format{Value: n.vW, Rows: s.Dp, Cols: s.H * s.HP, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: AMPLeft, Mem: AnyMemory}
-	for i := 0; i < e.grid.Rows.Count; i++ {
-		for j := 0; j < e.grid.Cols.Count; j++ {
-			wf.Pieces = append(wf.Pieces, Piece{Rows: Span{0, s.Dp}, Cols: e.grid.Rows.Span(i), Tile: e.grid.Tile(i, j)})
+	g := e.grid
+	for i := 0; i < g.Rows.Count; i++ {
+		for j := 0; j < g.Cols.Count; j++ {
+			for p := 0; p < g.Inner.Count; p++ {
+				wf.Pieces = append(wf.Pieces, Piece{Rows: g.Inner.Span(p), Cols: g.Rows.Span(i), Tile: g.Tile(i, j, p)})
+			}
 		}
 	}
 	b.plan.Formats[n.vW.ID] = wf
@@ -539,6 +625,7 @@ func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
 	const name = "0.self_attn.attention"
 	var best, bestM, bestF *AttentionPlan
 	var firstErr error
+	var fitErr *fitError
 	maxSplit := min(8, s.Tp/16)
 	for _, nq := range axisCounts(s.T, 1) {
 		qt := NewTiling(s.T, nq, 1)
@@ -569,9 +656,7 @@ func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
 					continue
 				}
 				if err := b.fits(name, opAttn, e.work, e.r1work, e.weights, nil); err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
+					fitErr = closer(fitErr, err)
 					continue
 				}
 				a.Cycles, a.Stages = e.cycles, len(e.stages)
@@ -590,10 +675,13 @@ func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
 		}
 	}
 	if best == nil {
-		if firstErr == nil {
-			firstErr = fmt.Errorf("mid: encoder: %s: %d heads x %d batch elements need more than %d tiles", name, s.H, s.B, b.tiles)
+		switch {
+		case fitErr != nil:
+			return nil, nil, fitErr
+		case firstErr != nil:
+			return nil, nil, firstErr
 		}
-		return nil, nil, firstErr
+		return nil, nil, fmt.Errorf("mid: encoder: %s: %d heads x %d batch elements need more than %d tiles", name, s.H, s.B, b.tiles)
 	}
 	e, err := b.evalAttention(best, ql, kl, vl, true)
 	if err != nil {
