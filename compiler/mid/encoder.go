@@ -86,12 +86,23 @@ package mid
 //
 // Attention form. Every candidate grid (query blocks, key splits, key
 // blocks) is costed exactly, stage by stage, and the cheapest that fits
-// is taken; Plan.Encoder keeps the best of each form. At so400m on 1472
-// tiles the cost model picks the materialised form (see the encoder test's
-// log for the figures): the scores of a cell's query block fit on its tile
-// whole, and the flash form's extra calls (the f16 context unpacked, the
-// merges, the final pack) and, with key splits, its second exchange phase
-// cost more than the parallelism of splitting keys gains.
+// is taken; Plan.Encoder keeps the best of each form with its stages'
+// cycles. At so400m on 1472 tiles (go test -run TestEncoderSo400m -v
+// ./compiler/mid prints them) the cost model picks the flash form with
+// two key splits of 368 keys over 43 query blocks of 17 rows (1376
+// cells): 118,819 cycles, against 157,475 for the best materialised grid
+// (92 query blocks of 8 rows, 1472 cells). Both receive about the same
+// bytes per cell in the input phase (~31k cycles: the materialised
+// cell's k and v of all 736 keys arrive as paired items, a neighbouring
+// cell of the same head taking the same atoms), and the softmax work is
+// the chip's share of all the scores either way (36k and 44k). The
+// difference is the GEMMs: using all the tiles with one split needs
+// query blocks of 8 rows, below the 12 rows from which gemm_f16 runs
+// its fast path, so the materialised scores and context GEMMs cost 42k
+// and 40k cycles against 20k and 18k for blocks of 17 rows; the flash
+// form pays 1.6k for the partials' phase and 11.8k for the merge on the
+// split-0 cell. (Cycle figures are the cost models' at the time of
+// writing; the test log is the reference.)
 //
 // Memory: every tile's bytes are its resident weights and parameters,
 // the values held between operators (x until the second layer norm, ln1
@@ -254,7 +265,11 @@ func (e *EncoderPlan) describe(total int64) string {
 			if a == e.Attention {
 				mark = "*"
 			}
-			fmt.Fprintf(&b, "  %s attention %s cycles=%d\n", mark, a.Describe(), a.Cycles)
+			fmt.Fprintf(&b, "  %s attention %s cycles=%d:", mark, a.Describe(), a.Cycles)
+			for _, st := range a.Breakdown {
+				fmt.Fprintf(&b, " %s=%d", strings.TrimPrefix(st.Name, "0.self_attn."), st.Cycles)
+			}
+			b.WriteString("\n")
 		}
 	}
 	for _, o := range e.Ops {

@@ -290,8 +290,14 @@ type AttentionPlan struct {
 	Splits       Tiling // the Tp padded keys of one batch element, whole groups of 16
 	Blocks       int    // key blocks per split (asked; a split's own tiling may have fewer)
 	Cycles       int64  // the attention's stages
-	// Stages is the stage count, for the summary.
-	Stages int
+	// Breakdown is the cycles of each of its stages, by stage name.
+	Breakdown []StageCycles
+}
+
+// StageCycles names one stage's cycles.
+type StageCycles struct {
+	Name   string
+	Cycles int64
 }
 
 // Cells is the grid's cell count.
@@ -659,7 +665,10 @@ func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
 					fitErr = closer(fitErr, err)
 					continue
 				}
-				a.Cycles, a.Stages = e.cycles, len(e.stages)
+				a.Cycles = e.cycles
+				for _, st := range e.stages {
+					a.Breakdown = append(a.Breakdown, StageCycles{st.Name, st.Cycles})
+				}
 				pick := func(p **AttentionPlan) {
 					if *p == nil || a.Cycles < (*p).Cycles {
 						*p = a
