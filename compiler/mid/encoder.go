@@ -236,7 +236,11 @@ type EncoderPlan struct {
 	// Rows is the token rows of the layer-norm tiles: block i on tile i
 	// (both layer norms and the last residual).
 	Rows Tiling
-	VT   VTGrid
+	// ProjectionsSideBySide: q and k run at once on the two halves of the
+	// tiles (one operator, "0.self_attn.q_proj+k_proj"), else one after
+	// the other on all of them.
+	ProjectionsSideBySide bool
+	VT                    VTGrid
 	// Attention is the chosen form; Materialized and Flash the cheapest
 	// fitting plan of each form (nil when none fits).
 	Attention           *AttentionPlan
@@ -404,9 +408,15 @@ func (b *encBuilder) fits(name string, op int, work, r1work, weights, r1w []int)
 	return worst
 }
 
-// commit adds an operator's resident bytes and records its peak; its
-// stages are appended as one operator of the breakdown.
+// commit adds an operator's resident bytes, records its peak and
+// appends its stages as one operator of the breakdown.
 func (b *encBuilder) commit(name string, op int, stages []Stage, work, weights, r1w []int, flops int64) {
+	b.account(op, work, weights, r1w)
+	b.addOp(name, stages, flops)
+}
+
+// account adds an operator's resident bytes and records its peak.
+func (b *encBuilder) account(op int, work, weights, r1w []int) {
 	for t := 0; t < b.tiles; t++ {
 		if weights != nil {
 			b.persist[t] += weights[t]
@@ -420,6 +430,10 @@ func (b *encBuilder) commit(name string, op int, stages []Stage, work, weights, 
 		}
 		b.peak = max(b.peak, b.persist[t]+b.held(op, t)+w)
 	}
+}
+
+// addOp appends stages as one operator of the breakdown.
+func (b *encBuilder) addOp(name string, stages []Stage, flops int64) {
 	oc := OpCost{Name: name, First: len(b.plan.Stages), Count: len(stages), Flops: flops}
 	for _, st := range stages {
 		oc.Cycles += st.Cycles
@@ -514,19 +528,11 @@ func (b *encBuilder) build() error {
 	if err != nil {
 		return err
 	}
-	proj := func(op int, gemm, add, w, bias *graph.Node) (*GemmPlan, *opEval, error) {
-		return b.gemm(op, gemmOp{node: gemm, left: n.ln1, right: w, bias: bias, epilogue: []*graph.Node{add}, out: add,
-			m: s.M, k: s.D, n: s.H * s.HP, chunks: 1, totalM: s.M}, ln1, s.D, s.D)
-	}
-	qp, qe, err := proj(opQ, n.q, n.qAdd, n.qW, n.qB)
+	qp, qe, kp, ke, err := b.projections(ln1)
 	if err != nil {
 		return err
 	}
 	b.keep("q", opQ, opAttn, qe.held)
-	kp, ke, err := proj(opK, n.k, n.kAdd, n.kW, n.kB)
-	if err != nil {
-		return err
-	}
 	b.keep("k", opK, opAttn, ke.held)
 	vt, vtHeld, err := b.vTranspose(ln1)
 	if err != nil {
@@ -567,27 +573,55 @@ func (b *encBuilder) build() error {
 	return nil
 }
 
-// gemm picks the grid of a token-row GEMM whose left operand is held as
-// src: the candidates of the MLP's search ranked by their closed-form
-// estimate, the first 4 x PerGemm costed exactly (evalGemm) against
-// src, the cheapest that fits the tiles' memory with everything else
-// live. realK and realN are the unpadded sizes (the plan's K and N are
-// head-padded for the attention's projections).
+// gemmChoice is a picked GEMM grid with its detailed stages and per-tile
+// bytes (copies: evalGemm's arrays are scratch).
+type gemmChoice struct {
+	gp                *GemmPlan
+	e                 *opEval
+	work, weights, r1 []int
+	cycles            int64
+	realK, realN      int
+	flops             int64
+}
+
+// gemm picks the grid of a token-row GEMM on all the tiles (pickGemm)
+// and commits it as one operator of the plan.
 func (b *encBuilder) gemm(op int, gop gemmOp, src *layout, realK, realN int) (*GemmPlan, *opEval, error) {
+	ch, err := b.pickGemm(op, gop, src, b.tiles, 0, realK, realN)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.account(op, ch.work, ch.weights, ch.r1)
+	b.addOp(gop.node.Name, ch.e.stages, ch.flops)
+	b.gemmFormats(ch.gp)
+	return ch.gp, ch.e, nil
+}
+
+// pickGemm picks the grid of a token-row GEMM whose left operand is held
+// as src, on the tiles [base, base+tiles): the candidates of the MLP's
+// search ranked by their closed-form estimate, the first 4 x PerGemm
+// that fit costed exactly (evalGemm) against src, the cheapest that fits
+// the tiles' memory with everything else live. realK and realN are the
+// unpadded sizes (the plan's K and N are head-padded for the attention's
+// projections).
+func (b *encBuilder) pickGemm(op int, gop gemmOp, src *layout, tiles, base, realK, realN int) (*gemmChoice, error) {
 	name := gop.node.Name
-	cands := candidates(gop, b.tiles, b.budget, b.region1, 1)
+	cands := candidates(gop, tiles, b.budget, b.region1, 1)
+	for _, c := range cands {
+		c.Base = base
+	}
 	if len(cands) == 0 {
 		// Say how far the smallest grid is from fitting: its cell's
 		// weights, left block and output on one tile.
 		least, at := -1, 0
-		for _, c := range candidates(gop, b.tiles, math.MaxInt, math.MaxInt, 1) {
+		for _, c := range candidates(gop, tiles, math.MaxInt, math.MaxInt, 1) {
 			r, cc, k := c.Rows.Block, c.Cols.Block, c.Inner.Block
 			if need := 2*r*k + 2*r*cc + 2*k*cc; least < 0 || need < least {
-				least, at = need, c.Tile(0, 0, 0)
+				least, at = need, base+c.Tile(0, 0, 0)
 			}
 		}
-		return nil, nil, fmt.Errorf("mid: encoder: %s (%dx%dx%d) does not fit: on %d tiles its smallest grid needs %d bytes on tile %d for one cell's weights, left block and output, the data budget is %d bytes per tile",
-			name, gop.m, gop.k, gop.n, b.tiles, least, at, b.budget)
+		return nil, fmt.Errorf("mid: encoder: %s (%dx%dx%d) does not fit: on %d tiles its smallest grid needs %d bytes on tile %d for one cell's weights, left block and output, the data budget is %d bytes per tile",
+			name, gop.m, gop.k, gop.n, tiles, least, at, b.budget)
 	}
 	est := make(map[*GemmPlan]int64, len(cands))
 	for _, c := range cands {
@@ -622,17 +656,157 @@ func (b *encBuilder) gemm(op int, gop gemmOp, src *layout, realK, realN int) (*G
 	}
 	if best == nil {
 		if fitErr == nil {
-			return nil, nil, fmt.Errorf("mid: encoder: %s does not fit: no grid keeps its resident weights within %d bytes per tile", name, wcap)
+			return nil, fmt.Errorf("mid: encoder: %s does not fit: no grid keeps its resident weights within %d bytes per tile", name, wcap)
 		}
-		return nil, nil, fmt.Errorf("mid: encoder: %s: none of the %d grids tried fits; the nearest: %w", name, tried, fitErr)
+		return nil, fmt.Errorf("mid: encoder: %s: none of the %d grids tried fits; the nearest: %w", name, tried, fitErr)
 	}
 	e := evalGemm(b.m, best, src, nil, b.tiles, true)
-	work, weights, r1 := slices.Clone(e.work), slices.Clone(e.weights), slices.Clone(e.r1)
+	ch := &gemmChoice{gp: best, e: e, work: slices.Clone(e.work), weights: slices.Clone(e.weights), r1: slices.Clone(e.r1),
+		cycles: e.cycles, realK: realK, realN: realN, flops: gop.node.Flops()}
 	best.K, best.N = realK, realN
 	best.Kernel = kernels.GemmF16For(b.opt.Conservative)
-	b.commit(name, op, e.stages, work, weights, r1, gop.node.Flops())
-	b.gemmFormats(best)
-	return best, e, nil
+	return ch, nil
+}
+
+// sideBySide merges the stages of operators that run at once on
+// disjoint tiles: when their stage lists have the same kinds in the same
+// order, stage i of all of them is one stage (one phase, one compute
+// stage), else they run one after the other. A merged compute stage
+// costs its busiest tile's calls; a merged phase receives what each
+// operator's receivers receive (disjoint tiles) and sends, per tile,
+// what its sources send to all of them: senders shared by several
+// operators (ln1's tiles feed every projection) are charged the sum of
+// the operators' busiest senders, a bound of their sum.
+func sideBySide(t *ipu21.Target, name string, lists ...[]Stage) []Stage {
+	same := true
+	for _, l := range lists[1:] {
+		same = same && len(l) == len(lists[0])
+		for i := 0; same && i < len(l); i++ {
+			same = l[i].Kind == lists[0][i].Kind
+		}
+	}
+	if !same {
+		var out []Stage
+		for _, l := range lists {
+			out = append(out, l...)
+		}
+		return out
+	}
+	out := make([]Stage, len(lists[0]))
+	for i := range out {
+		st := Stage{Kind: lists[0][i].Kind, Name: name + stageSuffix(lists[0][i].Name)}
+		if st.Kind == ComputeStage {
+			busy := map[int]int64{}
+			for _, l := range lists {
+				st.Calls = append(st.Calls, l[i].Calls...)
+				for _, c := range l[i].Calls {
+					busy[c.Tile] += c.Cycles
+					st.Cycles = max(st.Cycles, busy[c.Tile])
+				}
+			}
+			out[i] = st
+			continue
+		}
+		senders := map[int]int{}
+		shared := false
+		for k, l := range lists {
+			st.Transfers = append(st.Transfers, l[i].Transfers...)
+			st.MaxRecv = max(st.MaxRecv, l[i].MaxRecv)
+			for _, tr := range l[i].Transfers {
+				for _, f := range []int{tr.From, tr.From ^ 1} {
+					if o, ok := senders[f]; ok && o != k {
+						shared = true
+					}
+					senders[f] = k
+				}
+			}
+		}
+		for _, l := range lists {
+			if shared {
+				st.MaxSend += l[i].MaxSend
+			} else {
+				st.MaxSend = max(st.MaxSend, l[i].MaxSend)
+			}
+		}
+		st.Cycles = cost.Phase(t, st.MaxSend, st.MaxRecv)
+		out[i] = st
+	}
+	return out
+}
+
+// stageSuffix is a stage name's last dot-separated part (".in", ".gemm").
+func stageSuffix(name string) string {
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		return name[i:]
+	}
+	return ""
+}
+
+// projections plans the q and k projections, one after the other on all
+// the tiles or side by side on the two halves of the tiles (sideBySide),
+// whichever costs fewer cycles and fits.
+func (b *encBuilder) projections(ln1 *layout) (qp *GemmPlan, qe *opEval, kp *GemmPlan, ke *opEval, err error) {
+	s, n := b.s, b.n
+	op := func(gemm, add, w, bias *graph.Node) gemmOp {
+		return gemmOp{node: gemm, left: n.ln1, right: w, bias: bias, epilogue: []*graph.Node{add}, out: add,
+			m: s.M, k: s.D, n: s.H * s.HP, chunks: 1, totalM: s.M}
+	}
+	gq, gk := op(n.q, n.qAdd, n.qW, n.qB), op(n.k, n.kAdd, n.kW, n.kB)
+	persist, r1, peak, live := slices.Clone(b.persist), slices.Clone(b.r1), b.peak, slices.Clone(b.live)
+	restore := func() {
+		copy(b.persist, persist)
+		copy(b.r1, r1)
+		b.peak, b.live = peak, slices.Clone(live)
+	}
+	// One after the other on all the tiles (q held while k runs).
+	var seq [2]*gemmChoice
+	var seqErr error
+	if seq[0], seqErr = b.pickGemm(opQ, gq, ln1, b.tiles, 0, s.D, s.D); seqErr == nil {
+		b.account(opQ, seq[0].work, seq[0].weights, seq[0].r1)
+		b.keep("q", opQ, opAttn, seq[0].e.held)
+		seq[1], seqErr = b.pickGemm(opK, gk, ln1, b.tiles, 0, s.D, s.D)
+	}
+	restore()
+	// Side by side: q on the first half of the tiles, k on the second
+	// (an even split, so that partner tiles stay in one grid).
+	var side [2]*gemmChoice
+	var sideErr error
+	half := b.tiles / 2 &^ 1
+	if half >= 2 {
+		if side[0], sideErr = b.pickGemm(opQ, gq, ln1, half, 0, s.D, s.D); sideErr == nil {
+			b.account(opQ, side[0].work, side[0].weights, side[0].r1)
+			side[1], sideErr = b.pickGemm(opK, gk, ln1, b.tiles-half, half, s.D, s.D)
+		}
+		restore()
+	} else {
+		sideErr = fmt.Errorf("mid: encoder: %d tiles cannot be halved", b.tiles)
+	}
+	var sideStages []Stage
+	var sideCycles int64
+	if sideErr == nil {
+		sideStages = sideBySide(b.t, "0.self_attn.q_proj+k_proj", side[0].e.stages, side[1].e.stages)
+		for _, st := range sideStages {
+			sideCycles += st.Cycles
+		}
+	}
+	switch {
+	case seqErr != nil && sideErr != nil:
+		return nil, nil, nil, nil, seqErr
+	case sideErr == nil && (seqErr != nil || sideCycles < seq[0].cycles+seq[1].cycles):
+		for i, c := range side {
+			b.account(opQ+i, c.work, c.weights, c.r1)
+			b.gemmFormats(c.gp)
+		}
+		b.addOp("0.self_attn.q_proj+k_proj", sideStages, side[0].flops+side[1].flops)
+		b.enc.ProjectionsSideBySide = true
+		return side[0].gp, side[0].e, side[1].gp, side[1].e, nil
+	}
+	for i, c := range seq {
+		b.account(opQ+i, c.work, c.weights, c.r1)
+		b.addOp(c.gp.Node.Name, c.e.stages, c.flops)
+		b.gemmFormats(c.gp)
+	}
+	return seq[0].gp, seq[0].e, seq[1].gp, seq[1].e, nil
 }
 
 // gemmFormats records the formats of a GEMM plan's weights and bias

@@ -2,6 +2,7 @@ package mid
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,9 @@ func TestEncoderSo400m(t *testing.T) {
 	}
 	want := []string{"0.layer_norm1", "0.self_attn.q_proj", "0.self_attn.k_proj", "0.self_attn.v_proj", "0.self_attn.attention",
 		"0.self_attn.merge", "0.self_attn.out_proj", "0.layer_norm2", "0.mlp.fc1", "0.mlp.fc2", "0.residual2"}
+	if e.ProjectionsSideBySide {
+		want = slices.Replace(want, 1, 3, "0.self_attn.q_proj+k_proj")
+	}
 	var got []string
 	for _, o := range e.Ops {
 		got = append(got, o.Name)

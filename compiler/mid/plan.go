@@ -76,6 +76,10 @@ type GemmPlan struct {
 	// (spreadLayout), the result beside its holders' blocks.
 	Chunks int
 	TotalM int // the real rows of all chunks (M when Chunks is 1)
+	// Base is the grid's first tile: the encoder plan (SearchEncoder) runs
+	// independent GEMMs side by side on disjoint tile ranges. Always 0 in
+	// the MLP's plans.
+	Base int
 }
 
 // Tile is the logical tile of cell (i, j, p). The column index runs
@@ -83,7 +87,7 @@ type GemmPlan struct {
 // 64-bit exchange path) are neighbouring column cells of one (i, p): both
 // need the same left block, which can then reach them as paired 64-bit
 // items, half the receive events.
-func (g *GemmPlan) Tile(i, j, p int) int { return (i*g.Inner.Count+p)*g.Cols.Count + j }
+func (g *GemmPlan) Tile(i, j, p int) int { return g.Base + (i*g.Inner.Count+p)*g.Cols.Count + j }
 
 // InputHolders are the tiles the host writes block (i, p) of a graph
 // input consumed as the left operand to: the first cell of its row of the
