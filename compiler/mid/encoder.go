@@ -9,8 +9,12 @@ package mid
 // own split with the exact cost of its stages given where its input is
 // (a greedy walk, not a beam over the layer: the operators' choices
 // interact only through their input layouts, which every candidate is
-// costed against). Planning only: the Stages are what a lowering of the
-// layer has to emit, with real byte ranges and kernel calls.
+// costed against), with two exceptions: q and k are planned either one
+// after the other or side by side on the two halves of the tiles
+// (cheaper at so400m), and fc1's few cheapest grids are each tried with
+// fc2's best grid on their result. Planning only: the Stages are what a
+// lowering of the layer has to emit, with real byte ranges and kernel
+// calls; Plan.Check simulates their data presence.
 //
 // Coordinates. Token rows are the B*T rows of the batch (x, the
 // projections' results, the MLP). Head-padded columns: every head's hd
@@ -38,14 +42,18 @@ package mid
 //     pack_left_f16 to the AMP left panel of its rows (ln1, AMPLeft).
 //   - 0.self_attn.q_proj, k_proj: the MLP's GEMM grids (candidates,
 //     evalGemm) on ln1's layout, bias fused (add_bias_f16); results in
-//     AMP output order on the grids' holders.
+//     AMP output order on the grids' holders. Side by side, their phases
+//     and compute stages are merged (sideBySide; stages named
+//     "0.self_attn.q_proj+k_proj.in", ...).
 //   - 0.self_attn.v_proj is computed transposed, v^T = Wv ln1^T: left =
 //     Wv's rows (resident AMP left blocks), right = ln1^T, whose AMP right
 //     blocks (16 tokens x 16 model dims, each token's 16 dims together)
 //     are 512-byte runs of ln1's AMP left panel: an exchange re-blocking,
 //     no kernel. Its AMP output blocks give, per head dim, 16 consecutive
 //     tokens: exactly the AMP right blocks of v as the right operand of
-//     P·v. Computing v and transposing it would need a 16x16 transpose of
+//     P·v. The grid (VTGrid) splits the dims, the tokens and the model
+//     dims (a K-split, reduce-scattered by 16-dim row slices). Computing
+//     v and transposing it would need a 16x16 transpose of
 //     2-byte values, which neither a kernel nor the exchange (4-byte
 //     words) does. The padding tokens of ln1^T's panel are zero (static:
 //     written once when the buffer is initialised, never by the layer), so
@@ -90,7 +98,7 @@ package mid
 // cycles. At so400m on 1472 tiles (go test -run TestEncoderSo400m -v
 // ./compiler/mid prints them) the cost model picks the flash form with
 // two key splits of 368 keys over 43 query blocks of 17 rows (1376
-// cells): 118,819 cycles, against 157,475 for the best materialised grid
+// cells): 119,277 cycles, against 158,129 for the best materialised grid
 // (92 query blocks of 8 rows, 1472 cells). Both receive about the same
 // bytes per cell in the input phase (~31k cycles: the materialised
 // cell's k and v of all 736 keys arrive as paired items, a neighbouring
@@ -98,8 +106,8 @@ package mid
 // the chip's share of all the scores either way (36k and 44k). The
 // difference is the GEMMs: using all the tiles with one split needs
 // query blocks of 8 rows, below the 12 rows from which gemm_f16 runs
-// its fast path, so the materialised scores and context GEMMs cost 42k
-// and 40k cycles against 20k and 18k for blocks of 17 rows; the flash
+// its fast path, so the materialised scores and context GEMMs cost 43k
+// and 40k cycles against 21k and 18k for blocks of 17 rows; the flash
 // form pays 1.6k for the partials' phase and 11.8k for the merge on the
 // split-0 cell. (Cycle figures are the cost models' at the time of
 // writing; the test log is the reference.)
@@ -262,7 +270,11 @@ func (e *EncoderPlan) describe(total int64) string {
 	fmt.Fprintf(&b, "  encoder layer: batch %d, %d tokens, dim %d, %d heads of %d (padded to %d), hidden %d, keys padded to %d\n",
 		e.Batch, e.Tokens, e.Dim, e.Heads, e.HeadDim, e.HeadPad, e.Hidden, e.KeyPad)
 	fmt.Fprintf(&b, "  layer norm rows: %d tiles of %d rows\n", e.Rows.Count, e.Rows.Block)
-	fmt.Fprintf(&b, "  v^T grid: %d dim blocks of %d x %d token blocks of %d\n", e.VT.Rows.Count, e.VT.Rows.Block, e.VT.Cols.Count, e.VT.Cols.Block)
+	fmt.Fprintf(&b, "  v^T grid: %d dim blocks of %d x %d token blocks of %d x %d model-dim blocks of %d\n",
+		e.VT.Rows.Count, e.VT.Rows.Block, e.VT.Cols.Count, e.VT.Cols.Block, e.VT.Inner.Count, e.VT.Inner.Block)
+	if e.ProjectionsSideBySide {
+		b.WriteString("  q_proj and k_proj side by side on the two halves of the tiles\n")
+	}
 	for _, a := range []*AttentionPlan{e.Materialized, e.Flash} {
 		if a != nil {
 			mark := " "
@@ -554,14 +566,7 @@ func (b *encBuilder) build() error {
 	if err != nil {
 		return err
 	}
-	f1, f1e, err := b.gemm(opFC1, gemmOp{node: n.fc1, left: n.ln2, right: n.fc1W, bias: n.fc1B, epilogue: []*graph.Node{n.fc1Add, n.gelu}, out: n.gelu,
-		m: s.M, k: s.D, n: s.F, chunks: 1, totalM: s.M}, ln2, s.D, s.F)
-	if err != nil {
-		return err
-	}
-	b.keep("fc1", opFC1, opFC2, f1e.held)
-	f2, f2e, err := b.gemm(opFC2, gemmOp{node: n.fc2, left: n.gelu, right: n.fc2W, bias: n.fc2B, epilogue: []*graph.Node{n.fc2Add}, out: n.fc2Add,
-		output: true, m: s.M, k: s.F, n: s.D, chunks: 1, totalM: s.M}, f1e.out, s.F, s.D)
+	f1, _, f2, f2e, err := b.mlp(ln2)
 	if err != nil {
 		return err
 	}
@@ -605,6 +610,16 @@ func (b *encBuilder) gemm(op int, gop gemmOp, src *layout, realK, realN int) (*G
 // unpadded sizes (the plan's K and N are head-padded for the attention's
 // projections).
 func (b *encBuilder) pickGemm(op int, gop gemmOp, src *layout, tiles, base, realK, realN int) (*gemmChoice, error) {
+	chs, err := b.pickGemms(op, gop, src, tiles, base, realK, realN, 1)
+	if err != nil {
+		return nil, err
+	}
+	return chs[0], nil
+}
+
+// pickGemms is pickGemm's best few: the keep cheapest fitting grids,
+// cheapest first.
+func (b *encBuilder) pickGemms(op int, gop gemmOp, src *layout, tiles, base, realK, realN, keep int) ([]*gemmChoice, error) {
 	name := gop.node.Name
 	cands := candidates(gop, tiles, b.budget, b.region1, 1)
 	for _, c := range cands {
@@ -629,15 +644,18 @@ func (b *encBuilder) pickGemm(op int, gop gemmOp, src *layout, tiles, base, real
 	}
 	sort.SliceStable(cands, func(x, y int) bool { return est[cands[x]] < est[cands[y]] })
 	wcap := b.weightCap(2 * roundUp(gop.k, 16) * roundUp(gop.n, 16))
-	var best *GemmPlan
-	var bestCyc int64
+	type fit struct {
+		c   *GemmPlan
+		cyc int64
+	}
+	var fits []fit
 	var fitErr *fitError
 	// In estimate order: 4 x PerGemm grids that fit are costed; grids
 	// that do not fit do not count, up to 16 x PerGemm evaluations (a
 	// tight shape needs the small-block grids the estimate ranks late).
-	fitting, tried := 0, 0
+	tried := 0
 	for _, c := range cands {
-		if fitting >= 4*b.opt.PerGemm || tried >= 16*b.opt.PerGemm {
+		if len(fits) >= 4*b.opt.PerGemm || tried >= 16*b.opt.PerGemm {
 			break
 		}
 		if 2*c.Inner.Block*c.Cols.Block > wcap {
@@ -649,23 +667,24 @@ func (b *encBuilder) pickGemm(op int, gop gemmOp, src *layout, tiles, base, real
 			fitErr = closer(fitErr, err)
 			continue
 		}
-		fitting++
-		if best == nil || e.cycles < bestCyc {
-			best, bestCyc = c, e.cycles
-		}
+		fits = append(fits, fit{c, e.cycles})
 	}
-	if best == nil {
+	if len(fits) == 0 {
 		if fitErr == nil {
 			return nil, fmt.Errorf("mid: encoder: %s does not fit: no grid keeps its resident weights within %d bytes per tile", name, wcap)
 		}
 		return nil, fmt.Errorf("mid: encoder: %s: none of the %d grids tried fits; the nearest: %w", name, tried, fitErr)
 	}
-	e := evalGemm(b.m, best, src, nil, b.tiles, true)
-	ch := &gemmChoice{gp: best, e: e, work: slices.Clone(e.work), weights: slices.Clone(e.weights), r1: slices.Clone(e.r1),
-		cycles: e.cycles, realK: realK, realN: realN, flops: gop.node.Flops()}
-	best.K, best.N = realK, realN
-	best.Kernel = kernels.GemmF16For(b.opt.Conservative)
-	return ch, nil
+	sort.SliceStable(fits, func(x, y int) bool { return fits[x].cyc < fits[y].cyc })
+	var out []*gemmChoice
+	for _, f := range fits[:min(keep, len(fits))] {
+		e := evalGemm(b.m, f.c, src, nil, b.tiles, true)
+		out = append(out, &gemmChoice{gp: f.c, e: e, work: slices.Clone(e.work), weights: slices.Clone(e.weights), r1: slices.Clone(e.r1),
+			cycles: e.cycles, realK: realK, realN: realN, flops: gop.node.Flops()})
+		f.c.K, f.c.N = realK, realN
+		f.c.Kernel = kernels.GemmF16For(b.opt.Conservative)
+	}
+	return out, nil
 }
 
 // sideBySide merges the stages of operators that run at once on
@@ -740,6 +759,57 @@ func stageSuffix(name string) string {
 		return name[i:]
 	}
 	return ""
+}
+
+// mlpLookahead is how many of fc1's cheapest grids the MLP's plan
+// tries, each with fc2's best grid on its result.
+const mlpLookahead = 6
+
+// mlp plans fc1 (+ bias + GELU) and fc2 (+ bias): of fc1's mlpLookahead
+// cheapest grids, the one whose sum with fc2's best grid on its result
+// (the exchange of fc1's blocks to fc2's left operand included) is least.
+func (b *encBuilder) mlp(ln2 *layout) (f1 *GemmPlan, f1e *opEval, f2 *GemmPlan, f2e *opEval, err error) {
+	s, n := b.s, b.n
+	g1 := gemmOp{node: n.fc1, left: n.ln2, right: n.fc1W, bias: n.fc1B, epilogue: []*graph.Node{n.fc1Add, n.gelu}, out: n.gelu,
+		m: s.M, k: s.D, n: s.F, chunks: 1, totalM: s.M}
+	g2 := gemmOp{node: n.fc2, left: n.gelu, right: n.fc2W, bias: n.fc2B, epilogue: []*graph.Node{n.fc2Add}, out: n.fc2Add,
+		output: true, m: s.M, k: s.F, n: s.D, chunks: 1, totalM: s.M}
+	firsts, err := b.pickGemms(opFC1, g1, ln2, b.tiles, 0, s.D, s.F, mlpLookahead)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	persist, r1, peak, live := slices.Clone(b.persist), slices.Clone(b.r1), b.peak, slices.Clone(b.live)
+	var best1, best2 *gemmChoice
+	var firstErr error
+	for _, c1 := range firsts {
+		b.account(opFC1, c1.work, c1.weights, c1.r1)
+		b.keep("fc1", opFC1, opFC2, c1.e.held)
+		c2, err := b.pickGemm(opFC2, g2, c1.e.out, b.tiles, 0, s.F, s.D)
+		copy(b.persist, persist)
+		copy(b.r1, r1)
+		b.peak, b.live = peak, slices.Clone(live)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if best1 == nil || c1.cycles+c2.cycles < best1.cycles+best2.cycles {
+			best1, best2 = c1, c2
+		}
+	}
+	if best1 == nil {
+		return nil, nil, nil, nil, firstErr
+	}
+	for i, c := range []*gemmChoice{best1, best2} {
+		b.account(opFC1+i, c.work, c.weights, c.r1)
+		b.addOp(c.gp.Node.Name, c.e.stages, c.flops)
+		b.gemmFormats(c.gp)
+		if i == 0 {
+			b.keep("fc1", opFC1, opFC2, c.e.held)
+		}
+	}
+	return best1.gp, best1.e, best2.gp, best2.e, nil
 }
 
 // projections plans the q and k projections, one after the other on all
