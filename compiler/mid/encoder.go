@@ -922,6 +922,26 @@ func (b *encBuilder) lnParams(rows Tiling, ps ...*graph.Node) []int {
 	return w
 }
 
+// packRows converts tile t's row-major rows rs of value v to the AMP
+// left panel (pack_left_f16), except when that is already its byte
+// order: one row of whole 16-column groups is its AMP left panel (a
+// group's rows, one, then the next group), and a pack of one row keeps
+// one of the six workers busy (the kernel splits rows).
+func (b *encBuilder) packRows(name string, t int, rs Span, v *graph.Node, busy []int64, calls *[]Call) error {
+	s := b.s
+	if rs.Len() == 1 && s.D == s.Dp {
+		return nil
+	}
+	pk := PackLeft{R: rs.Len(), K: s.D}
+	cyc, err := b.call(pk)
+	if err != nil {
+		return fmt.Errorf("mid: encoder: %s: %w", name, err)
+	}
+	busy[t] += cyc
+	*calls = append(*calls, Call{Tile: t, Spec: pk, Cycles: cyc, Reads: []Ref{{v, -1, rs, Span{0, s.D}}}, Writes: []Ref{{v, -1, rs, Span{0, s.Dp}}}})
+	return nil
+}
+
 // layerNorm1 plans ln1 on the layer-norm tiles: x where the host writes
 // it (row-major, block i on tile i), layer_norm_f16, pack_left_f16. Its
 // result is ln1's AMP left panels, one per tile.
@@ -952,13 +972,9 @@ func (b *encBuilder) layerNorm1(rows Tiling) (*layout, error) {
 				Writes: []Ref{{n.ln1, -1, sub, Span{0, s.D}}}})
 			lo += c.Rows
 		}
-		pk := PackLeft{R: r, K: s.D}
-		cyc, err := b.call(pk)
-		if err != nil {
-			return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+		if err := b.packRows(name, i, rs, n.ln1, busy, &calls); err != nil {
+			return nil, err
 		}
-		busy[i] += cyc
-		calls = append(calls, Call{Tile: i, Spec: pk, Cycles: cyc, Reads: []Ref{{n.ln1, -1, rs, Span{0, s.D}}}, Writes: []Ref{{n.ln1, -1, rs, Span{0, s.Dp}}}})
 		l.rows = append(l.rows, rs)
 		l.tile = append(l.tile, i)
 	}
@@ -1042,13 +1058,9 @@ func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
 				Writes: []Ref{{n.res1, -1, sub, Span{0, s.D}}, {n.ln2, -1, sub, Span{0, s.D}}}})
 			lo += c.Rows
 		}
-		pk := PackLeft{R: r, K: s.D}
-		cyc, err := b.call(pk)
-		if err != nil {
-			return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+		if err := b.packRows(name, i, rs, n.ln2, busy, &calls); err != nil {
+			return nil, err
 		}
-		busy[i] += cyc
-		calls = append(calls, Call{Tile: i, Spec: pk, Cycles: cyc, Reads: []Ref{{n.ln2, -1, rs, Span{0, s.D}}}, Writes: []Ref{{n.ln2, -1, rs, Span{0, s.Dp}}}})
 		l.rows = append(l.rows, rs)
 		l.tile = append(l.tile, i)
 	}
