@@ -244,11 +244,11 @@ type EncoderPlan struct {
 	// Rows is the token rows of the layer-norm tiles: block i on tile i
 	// (both layer norms and the last residual).
 	Rows Tiling
-	// ProjectionsSideBySide: q and k run at once on the two halves of the
-	// tiles (one operator, "0.self_attn.q_proj+k_proj"), else one after
-	// the other on all of them.
-	ProjectionsSideBySide bool
-	VT                    VTGrid
+	// Projections says how q, k and v^T share the tiles: one after the
+	// other, q and k side by side on halves, or the three side by side
+	// on thirds (one operator of the breakdown, "0.self_attn.q_proj+...").
+	Projections string
+	VT          VTGrid
 	// Attention is the chosen form; Materialized and Flash the cheapest
 	// fitting plan of each form (nil when none fits).
 	Attention           *AttentionPlan
@@ -272,9 +272,7 @@ func (e *EncoderPlan) describe(total int64) string {
 	fmt.Fprintf(&b, "  layer norm rows: %d tiles of %d rows\n", e.Rows.Count, e.Rows.Block)
 	fmt.Fprintf(&b, "  v^T grid: %d dim blocks of %d x %d token blocks of %d x %d model-dim blocks of %d\n",
 		e.VT.Rows.Count, e.VT.Rows.Block, e.VT.Cols.Count, e.VT.Cols.Block, e.VT.Inner.Count, e.VT.Inner.Block)
-	if e.ProjectionsSideBySide {
-		b.WriteString("  q_proj and k_proj side by side on the two halves of the tiles\n")
-	}
+	fmt.Fprintf(&b, "  projections: %s\n", e.Projections)
 	for _, a := range []*AttentionPlan{e.Materialized, e.Flash} {
 		if a != nil {
 			mark := " "
@@ -462,6 +460,10 @@ func (b *encBuilder) keep(name string, op, until int, bytes []int) {
 	b.live = append(b.live, liveVal{name: name, bytes: slices.Clone(bytes), from: op, until: until})
 }
 
+// projModes are the ways the q, k and v^T projections share the tiles
+// (encBuilder.projections).
+var projModes = []string{"one after the other", "q_proj and k_proj side by side on halves, then v_proj", "q_proj, k_proj and v_proj side by side on thirds"}
+
 // weightCaps are the shares of the data budget the layer's resident
 // weights are capped at, in the order SearchEncoder tries them (0: no
 // cap).
@@ -540,17 +542,15 @@ func (b *encBuilder) build() error {
 	if err != nil {
 		return err
 	}
-	qp, qe, kp, ke, err := b.projections(ln1)
+	qc, kc, vte, err := b.projections(ln1)
 	if err != nil {
 		return err
 	}
+	qp, qe, kp, ke := qc.gp, qc.e, kc.gp, kc.e
 	b.keep("q", opQ, opAttn, qe.held)
 	b.keep("k", opK, opAttn, ke.held)
-	vt, vtHeld, err := b.vTranspose(ln1)
-	if err != nil {
-		return err
-	}
-	b.keep("v^T", opV, opAttn, vtHeld)
+	b.keep("v^T", opV, opAttn, vte.held)
+	vt := vte.out
 	att, attHeld, err := b.attention(qe.out, ke.out, vt)
 	if err != nil {
 		return err
@@ -763,7 +763,7 @@ func stageSuffix(name string) string {
 
 // mlpLookahead is how many of fc1's cheapest grids the MLP's plan
 // tries, each with fc2's best grid on its result.
-const mlpLookahead = 6
+const mlpLookahead = 2
 
 // mlp plans fc1 (+ bias + GELU) and fc2 (+ bias): of fc1's mlpLookahead
 // cheapest grids, the one whose sum with fc2's best grid on its result
@@ -812,10 +812,12 @@ func (b *encBuilder) mlp(ln2 *layout) (f1 *GemmPlan, f1e *opEval, f2 *GemmPlan, 
 	return best1.gp, best1.e, best2.gp, best2.e, nil
 }
 
-// projections plans the q and k projections, one after the other on all
-// the tiles or side by side on the two halves of the tiles (sideBySide),
-// whichever costs fewer cycles and fits.
-func (b *encBuilder) projections(ln1 *layout) (qp *GemmPlan, qe *opEval, kp *GemmPlan, ke *opEval, err error) {
+// projections plans the q, k and v^T projections, which all read ln1
+// and nothing else, in the builder's projMode: one after the other on all
+// the tiles, q and k side by side on the two halves and then v^T on all,
+// or the three side by side on three thirds (sideBySide). The choice is
+// committed; Plan.Encoder.Projections names it.
+func (b *encBuilder) projections(ln1 *layout) (qc, kc *gemmChoice, vt *vtEval, err error) {
 	s, n := b.s, b.n
 	op := func(gemm, add, w, bias *graph.Node) gemmOp {
 		return gemmOp{node: gemm, left: n.ln1, right: w, bias: bias, epilogue: []*graph.Node{add}, out: add,
@@ -828,55 +830,154 @@ func (b *encBuilder) projections(ln1 *layout) (qp *GemmPlan, qe *opEval, kp *Gem
 		copy(b.r1, r1)
 		b.peak, b.live = peak, slices.Clone(live)
 	}
-	// One after the other on all the tiles (q held while k runs).
-	var seq [2]*gemmChoice
-	var seqErr error
-	if seq[0], seqErr = b.pickGemm(opQ, gq, ln1, b.tiles, 0, s.D, s.D); seqErr == nil {
-		b.account(opQ, seq[0].work, seq[0].weights, seq[0].r1)
-		b.keep("q", opQ, opAttn, seq[0].e.held)
-		seq[1], seqErr = b.pickGemm(opK, gk, ln1, b.tiles, 0, s.D, s.D)
+	type option struct {
+		name   string
+		q, k   *gemmChoice
+		v      *vtEval
+		ops    [][]Stage // the operators' stages, in order
+		names  []string
+		cycles int64
 	}
-	restore()
-	// Side by side: q on the first half of the tiles, k on the second
-	// (an even split, so that partner tiles stay in one grid).
-	var side [2]*gemmChoice
-	var sideErr error
-	half := b.tiles / 2 &^ 1
-	if half >= 2 {
-		if side[0], sideErr = b.pickGemm(opQ, gq, ln1, half, 0, s.D, s.D); sideErr == nil {
-			b.account(opQ, side[0].work, side[0].weights, side[0].r1)
-			side[1], sideErr = b.pickGemm(opK, gk, ln1, b.tiles-half, half, s.D, s.D)
+	sum := func(sts []Stage) int64 {
+		var c int64
+		for _, st := range sts {
+			c += st.Cycles
 		}
+		return c
+	}
+	var options []*option
+	var firstErr error
+	try := func(o *option, err error) {
 		restore()
-	} else {
-		sideErr = fmt.Errorf("mid: encoder: %d tiles cannot be halved", b.tiles)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		for _, sts := range o.ops {
+			o.cycles += sum(sts)
+		}
+		options = append(options, o)
 	}
-	var sideStages []Stage
-	var sideCycles int64
-	if sideErr == nil {
-		sideStages = sideBySide(b.t, "0.self_attn.q_proj+k_proj", side[0].e.stages, side[1].e.stages)
-		for _, st := range sideStages {
-			sideCycles += st.Cycles
+	// q, k on all the tiles one after the other, or side by side on
+	// halves; then v^T on all of them.
+	for mode, side := range []bool{false, true} {
+		try(func() (*option, error) {
+			o := &option{name: projModes[mode]}
+			var err error
+			if side {
+				half := b.tiles / 2 &^ 1 // even: partner tiles stay in one grid
+				if half < 2 {
+					return nil, fmt.Errorf("mid: encoder: %d tiles cannot be halved", b.tiles)
+				}
+				if o.q, err = b.pickGemm(opQ, gq, ln1, half, 0, s.D, s.D); err != nil {
+					return nil, err
+				}
+				b.account(opQ, o.q.work, o.q.weights, o.q.r1)
+				if o.k, err = b.pickGemm(opK, gk, ln1, b.tiles-half, half, s.D, s.D); err != nil {
+					return nil, err
+				}
+				o.ops = append(o.ops, sideBySide(b.t, "0.self_attn.q_proj+k_proj", o.q.e.stages, o.k.e.stages))
+				o.names = append(o.names, "0.self_attn.q_proj+k_proj")
+			} else {
+				if o.q, err = b.pickGemm(opQ, gq, ln1, b.tiles, 0, s.D, s.D); err != nil {
+					return nil, err
+				}
+				b.account(opQ, o.q.work, o.q.weights, o.q.r1)
+				b.keep("q", opQ, opAttn, o.q.e.held)
+				if o.k, err = b.pickGemm(opK, gk, ln1, b.tiles, 0, s.D, s.D); err != nil {
+					return nil, err
+				}
+				o.ops = append(o.ops, o.q.e.stages, o.k.e.stages)
+				o.names = append(o.names, n.q.Name, n.k.Name)
+			}
+			b.account(opK, o.k.work, o.k.weights, o.k.r1)
+			if side {
+				b.keep("q", opQ, opAttn, o.q.e.held)
+			}
+			b.keep("k", opK, opAttn, o.k.e.held)
+			if o.v, err = b.pickVT(ln1, b.tiles, 0); err != nil {
+				return nil, err
+			}
+			o.ops = append(o.ops, o.v.stages)
+			o.names = append(o.names, n.v.Name)
+			return o, nil
+		}())
+	}
+	// The three side by side on thirds.
+	if b.tiles >= 6 {
+		try(func() (*option, error) {
+			o := &option{name: projModes[2]}
+			t1, t2 := b.tiles/3&^1, 2*b.tiles/3&^1
+			var err error
+			if o.q, err = b.pickGemm(opQ, gq, ln1, t1, 0, s.D, s.D); err != nil {
+				return nil, err
+			}
+			b.account(opQ, o.q.work, o.q.weights, o.q.r1)
+			if o.k, err = b.pickGemm(opK, gk, ln1, t2-t1, t1, s.D, s.D); err != nil {
+				return nil, err
+			}
+			b.account(opK, o.k.work, o.k.weights, o.k.r1)
+			if o.v, err = b.pickVT(ln1, b.tiles-t2, t2); err != nil {
+				return nil, err
+			}
+			o.ops = [][]Stage{sideBySide(b.t, "0.self_attn.q_proj+k_proj+v_proj", o.q.e.stages, o.k.e.stages, o.v.stages)}
+			o.names = []string{"0.self_attn.q_proj+k_proj+v_proj"}
+			return o, nil
+		}())
+	}
+	if len(options) == 0 {
+		return nil, nil, nil, firstErr
+	}
+	// The cheapest, but the thirds only when they hold no more resident
+	// weight bytes on any tile than the other ways: each third keeps a
+	// whole projection's weights on a third of the tiles, and what the
+	// projections save the later operators (fc1, fc2) lose to the memory
+	// it takes from their grids (the greedy walk would not see it).
+	weightPeak := func(o *option) int {
+		w := 0
+		for t := range b.persist {
+			w = max(w, b.persist[t]+o.q.weights[t]+o.k.weights[t]+o.v.weights[t])
+		}
+		return w
+	}
+	other := math.MaxInt
+	for _, o := range options {
+		if o.name != projModes[2] {
+			other = min(other, weightPeak(o))
 		}
 	}
-	switch {
-	case seqErr != nil && sideErr != nil:
-		return nil, nil, nil, nil, seqErr
-	case sideErr == nil && (seqErr != nil || sideCycles < seq[0].cycles+seq[1].cycles):
-		for i, c := range side {
-			b.account(opQ+i, c.work, c.weights, c.r1)
-			b.gemmFormats(c.gp)
+	var best *option
+	for _, o := range options {
+		if o.name == projModes[2] && weightPeak(o) > other {
+			continue
 		}
-		b.addOp("0.self_attn.q_proj+k_proj", sideStages, side[0].flops+side[1].flops)
-		b.enc.ProjectionsSideBySide = true
-		return side[0].gp, side[0].e, side[1].gp, side[1].e, nil
+		if best == nil || o.cycles < best.cycles {
+			best = o
+		}
 	}
-	for i, c := range seq {
-		b.account(opQ+i, c.work, c.weights, c.r1)
-		b.addOp(c.gp.Node.Name, c.e.stages, c.flops)
-		b.gemmFormats(c.gp)
+	b.account(opQ, best.q.work, best.q.weights, best.q.r1)
+	b.account(opK, best.k.work, best.k.weights, best.k.r1)
+	b.account(opV, best.v.work, best.v.weights, nil)
+	flops := []int64{best.q.flops, best.k.flops, n.v.Flops()}
+	for i, sts := range best.ops {
+		f := int64(0)
+		switch len(best.ops) {
+		case 1:
+			f = flops[0] + flops[1] + flops[2]
+		case 2:
+			f = []int64{flops[0] + flops[1], flops[2]}[i]
+		default:
+			f = flops[i]
+		}
+		b.addOp(best.names[i], sts, f)
 	}
-	return seq[0].gp, seq[0].e, seq[1].gp, seq[1].e, nil
+	b.gemmFormats(best.q.gp)
+	b.gemmFormats(best.k.gp)
+	b.vtFormats(best.v)
+	b.enc.Projections = best.name
+	return best.q, best.k, best.v, nil
 }
 
 // gemmFormats records the formats of a GEMM plan's weights and bias

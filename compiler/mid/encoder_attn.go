@@ -19,10 +19,13 @@ import (
 // partial blocks are reduce-scattered by rows: cell (i, j, q) sums and
 // holds the dims Slice(i, q) (whole 16-row groups: an AMP right block of
 // v is 16 dims of one token group).
-type VTGrid struct{ Rows, Cols, Inner Tiling }
+type VTGrid struct {
+	Rows, Cols, Inner Tiling
+	Base              int // the grid's first tile (side by side with the other projections)
+}
 
 // Tile is the tile of cell (i, j, p).
-func (v VTGrid) Tile(i, j, p int) int { return (i*v.Inner.Count+p)*v.Cols.Count + j }
+func (v VTGrid) Tile(i, j, p int) int { return v.Base + (i*v.Inner.Count+p)*v.Cols.Count + j }
 
 // Slice is the dims of block i that cell q holds after the reduction
 // (empty past the last non-empty one); the whole block without K-split.
@@ -199,14 +202,12 @@ func (b *encBuilder) evalVT(v VTGrid, src *layout, detail bool) (*vtEval, error)
 	return e, nil
 }
 
-// vTranspose picks the v^T grid: every distinct split of the dims (whole
-// 16-row groups, r <= 768), the tokens (16-column groups) and the model
-// dims (the inner side, 16-groups) on at most the tiles, costed exactly
-// unless its largest GEMM call alone costs more than the best so far; the
-// cheapest that fits. It returns v's layout (in v's coordinates:
-// batch-padded token rows x head-padded dims) and the bytes it holds per
-// tile.
-func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
+// pickVT picks the v^T grid on the tiles [base, base+tiles): every
+// distinct split of the dims (whole 16-row groups, r <= 768), the tokens
+// (16-column groups) and the model dims (the inner side, 16-groups),
+// costed exactly unless its largest GEMM call alone costs more than the
+// best so far; the cheapest that fits, with its detailed stages.
+func (b *encBuilder) pickVT(src *layout, tiles, base int) (*vtEval, error) {
 	s, n := b.s, b.n
 	name := n.v.Name
 	var best *vtEval
@@ -219,12 +220,12 @@ func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
 		}
 		for _, cj := range axisCounts(s.B*s.Tp/16, 1) {
 			cols := NewTiling(s.B*s.Tp, cj, 16)
-			if rows.Count*cols.Count > b.tiles {
+			if rows.Count*cols.Count > tiles {
 				break
 			}
 			for _, pk := range axisCounts(s.Dp/16, 1) {
 				inner := NewTiling(s.Dp, pk, 16)
-				if rows.Count*cols.Count*inner.Count > b.tiles {
+				if rows.Count*cols.Count*inner.Count > tiles {
 					break
 				}
 				if 2*rows.Block*inner.Block > wcap {
@@ -234,7 +235,7 @@ func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
 				if err != nil || (best != nil && lb >= best.cycles) {
 					continue
 				}
-				e, err := b.evalVT(VTGrid{rows, cols, inner}, src, false)
+				e, err := b.evalVT(VTGrid{rows, cols, inner, base}, src, false)
 				if err != nil {
 					continue // a kernel limit (reduce_add's parts, ...): not a candidate
 				}
@@ -250,18 +251,23 @@ func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
 	}
 	if best == nil {
 		if firstErr == nil {
-			return nil, nil, fmt.Errorf("mid: encoder: %s: no grid of %d tiles", name, b.tiles)
+			return nil, fmt.Errorf("mid: encoder: %s: no grid of %d tiles", name, tiles)
 		}
-		return nil, nil, firstErr
+		return nil, firstErr
 	}
 	e, err := b.evalVT(best.grid, src, true)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
+		return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
 	}
+	return e, nil
+}
+
+// vtFormats records the formats of Wv (resident with the cells: in W^T
+// coordinates, rows = the model dims, the inner side; each cell's dims as
+// AMP left blocks) and of v.
+func (b *encBuilder) vtFormats(e *vtEval) {
+	s, n := b.s, b.n
 	b.enc.VT = e.grid
-	b.commit(name, opV, e.stages, e.work, e.weights, nil, n.v.Flops())
-	// Wv's rows, resident with the cells: in W^T coordinates (rows = the
-	// model dims, the inner side), each cell's dims as AMP left blocks.
 	wf := &Format{Value: n.vW, Rows: s.Dp, Cols: s.H * s.HP, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: AMPLeft, Mem: AnyMemory}
 	g := e.grid
 	for i := 0; i < g.Rows.Count; i++ {
@@ -273,7 +279,6 @@ func (b *encBuilder) vTranspose(src *layout) (*layout, []int, error) {
 	}
 	b.plan.Formats[n.vW.ID] = wf
 	b.plan.Formats[n.v.ID] = layoutFormat(e.out, n.v, s.D, AnyMemory)
-	return e.out, e.held, nil
 }
 
 // AttentionPlan is the attention's grid: a cell per (batch element,
