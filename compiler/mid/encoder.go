@@ -9,10 +9,12 @@ package mid
 // own split with the exact cost of its stages given where its input is
 // (a greedy walk, not a beam over the layer: the operators' choices
 // interact only through their input layouts, which every candidate is
-// costed against), with two exceptions: q and k are planned either one
-// after the other or side by side on the two halves of the tiles
-// (cheaper at so400m), and fc1's few cheapest grids are each tried with
-// fc2's best grid on their result. Planning only: the Stages are what a
+// costed against), with two exceptions: the three projections, which
+// all read ln1 only, are planned one after the other, q and k side by
+// side on the two halves of the tiles then v^T, or all three side by side
+// on thirds (projModes; at so400m the halves win: 60k + 25k cycles
+// against 32k + 32k + 25k), and fc1's two cheapest grids are each tried
+// with fc2's best grid on their result. Planning only: the Stages are what a
 // lowering of the layer has to emit, with real byte ranges and kernel
 // calls; Plan.Check simulates their data presence.
 //
