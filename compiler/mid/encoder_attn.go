@@ -492,11 +492,25 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 		for qb := 0; qb < nq; qb++ {
 			qr := qrows(bi, qb)
 			rq := qr.Len()
-			e.out.rows = append(e.out.rows, qr)
+			// The merge's row slices: with key splits, split m's cell
+			// merges rows slice m of every split's partial (the merge
+			// work spread over the splits' cells, as a reduce-scatter);
+			// else the whole block on the split-0 cell.
+			msl := []Span{qr}
+			if S > 1 {
+				msl = nil
+				for _, sl := range NewTiling(rq, S, 1).Spans() {
+					msl = append(msl, Span{qr.Lo + sl.Lo, qr.Lo + sl.Hi})
+				}
+			}
+			e.out.rows = append(e.out.rows, msl...)
+			for m := range msl {
+				for h := 0; h < a.Heads; h++ {
+					e.out.tile = append(e.out.tile, a.Tile(bi, h, qb, m))
+				}
+			}
 			for h := 0; h < a.Heads; h++ {
 				hc := head(h)
-				owner := a.Tile(bi, h, qb, 0)
-				e.out.tile = append(e.out.tile, owner)
 				for sp := 0; sp < S; sp++ {
 					t := a.Tile(bi, h, qb, sp)
 					kr := a.Splits.Span(sp)
@@ -563,46 +577,57 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 						// f32 state, the final output.
 						w += A(2*rq*s.HP) + A(8*rq) + A(4*rq*s.HP) + A(8*rq) + A(2*rq*s.HP)
 					}
-					if sp > 0 {
-						// The partial goes to the split-0 cell.
-						by := 2*rq*s.HP + 8*rq
-						mergeSend[t] += by
-						mergeRecv[owner] += by
-						if detail {
-							mergeTr = append(mergeTr,
-								Transfer{Ref: Ref{n.context, sp, qr, hc}, Order: RowMajor, From: t, To: []int{owner}, Bytes: 2 * rq * s.HP},
-								Transfer{Ref: Ref{n.softmax, sp, qr, Span{h, h + 1}}, Order: RowMajor, From: t, To: []int{owner}, Bytes: 8 * rq})
+					if S > 1 {
+						// Rows slice m of the partial goes to split m's
+						// cell; slice sp's partials arrive from the others.
+						for m, sl := range msl {
+							if m == sp {
+								w += (S - 1) * (A(2*sl.Len()*s.HP) + A(8*sl.Len()))
+								continue
+							}
+							to := a.Tile(bi, h, qb, m)
+							by := 2*sl.Len()*s.HP + 8*sl.Len()
+							mergeSend[t] += by
+							mergeRecv[to] += by
+							if detail {
+								mergeTr = append(mergeTr,
+									Transfer{Ref: Ref{n.context, sp, sl, hc}, Order: RowMajor, From: t, To: []int{to}, Bytes: 2 * sl.Len() * s.HP},
+									Transfer{Ref: Ref{n.softmax, sp, sl, Span{h, h + 1}}, Order: RowMajor, From: t, To: []int{to}, Bytes: 8 * sl.Len()})
+							}
 						}
-					} else if S > 1 {
-						w += (S - 1) * (A(2*rq*s.HP) + A(8*rq))
 					}
 					e.work[t] = w + e.r1work[t]
 				}
-				// The split-0 cell: merge the splits, pack, v's bias.
-				if S > 1 {
-					for sp := 0; sp < S; sp++ {
-						mode := 1
-						reads := []Ref{{n.context, sp, qr, hc}, {n.softmax, sp, qr, Span{h, h + 1}}}
-						switch {
-						case sp == 0:
-							mode = 0
-						case sp == S-1:
-							mode = 2
+				// Each merging cell: merge the splits' partials of its
+				// rows, pack, v's bias.
+				for m, sl := range msl {
+					t := a.Tile(bi, h, qb, m)
+					r := sl.Len()
+					if S > 1 {
+						for sp := 0; sp < S; sp++ {
+							mode := 1
+							reads := []Ref{{n.context, sp, sl, hc}, {n.softmax, sp, sl, Span{h, h + 1}}}
+							switch {
+							case sp == 0:
+								mode = 0
+							case sp == S-1:
+								mode = 2
+							}
+							if mode != 0 {
+								reads = append(reads, Ref{n.context, -1, sl, hc})
+							}
+							sc.add(final, t, AttentionMerge{Rows: r, Values: s.HP, Mode: mode}, reads, []Ref{{n.context, -1, sl, hc}})
 						}
-						if mode != 0 {
-							reads = append(reads, Ref{n.context, -1, qr, hc})
-						}
-						sc.add(final, owner, AttentionMerge{Rows: rq, Values: s.HP, Mode: mode}, reads, []Ref{{n.context, -1, qr, hc}})
 					}
+					if a.Flash {
+						sc.add(final, t, PackLeft{R: r, K: s.HP}, []Ref{{n.context, -1, sl, hc}}, []Ref{{n.context, -1, sl, hc}})
+					}
+					sc.add(final, t, kernels.AddBias{Rows: r * s.HP / 16, R: r},
+						[]Ref{{n.context, -1, sl, hc}, {n.vB, -1, Span{0, 1}, hc}}, []Ref{{n.merge, -1, sl, hc}})
+					e.held[t] = A(2 * r * s.HP)
+					e.weights[t] += A(2 * s.HP)
+					e.work[t] += e.held[t]
 				}
-				if a.Flash {
-					sc.add(final, owner, PackLeft{R: rq, K: s.HP}, []Ref{{n.context, -1, qr, hc}}, []Ref{{n.context, -1, qr, hc}})
-				}
-				sc.add(final, owner, kernels.AddBias{Rows: rq * s.HP / 16, R: rq},
-					[]Ref{{n.context, -1, qr, hc}, {n.vB, -1, Span{0, 1}, hc}}, []Ref{{n.merge, -1, qr, hc}})
-				e.held[owner] = A(2 * rq * s.HP)
-				e.weights[owner] += A(2 * s.HP)
-				e.work[owner] += e.held[owner]
 			}
 		}
 	}
