@@ -99,20 +99,20 @@ package mid
 // is taken; Plan.Encoder keeps the best of each form with its stages'
 // cycles. At so400m on 1472 tiles (go test -run TestEncoderSo400m -v
 // ./compiler/mid prints them) the cost model picks the flash form with
-// two key splits of 368 keys over 43 query blocks of 17 rows (1376
-// cells): 119,277 cycles, against 158,129 for the best materialised grid
-// (92 query blocks of 8 rows, 1472 cells). Both receive about the same
-// bytes per cell in the input phase (~31k cycles: the materialised
-// cell's k and v of all 736 keys arrive as paired items, a neighbouring
-// cell of the same head taking the same atoms), and the softmax work is
-// the chip's share of all the scores either way (36k and 44k). The
-// difference is the GEMMs: using all the tiles with one split needs
-// query blocks of 8 rows, below the 12 rows from which gemm_f16 runs
-// its fast path, so the materialised scores and context GEMMs cost 43k
-// and 40k cycles against 21k and 18k for blocks of 17 rows; the flash
-// form pays 1.6k for the partials' phase and 11.8k for the merge on the
-// split-0 cell. (Cycle figures are the cost models' at the time of
-// writing; the test log is the reference.)
+// four key splits of 192 keys over 23 query blocks of 32 rows (1472
+// cells): 99,431 cycles (input phase 17,168, scores 15,972, softmax
+// 37,699, context 14,517, partials' phase 1,876, merge 12,199), against
+// 158,129 for the best materialised grid (92 query blocks of 8 rows:
+// input 30,812, scores 42,600, softmax 43,737, context 40,190, bias 790).
+// Filling the chip with one key split needs query blocks of 8 rows,
+// below the 12 rows from which gemm_f16 runs its fast path, and every
+// cell receives k and v of all 736 keys; splitting the keys over four
+// cells gives blocks of 32 rows and a quarter of the panels, for a second
+// phase and the merges (spread over the splits' cells, each merging a
+// quarter of the rows of all four partials). The softmax costs about the
+// same either way: it is the chip's share of all the scores. (The figures
+// are the cost models' at the time of writing; the test log is the
+// reference.)
 //
 // Memory: every tile's bytes are its resident weights and parameters,
 // the values held between operators (x until the second layer norm, ln1
