@@ -75,13 +75,15 @@ package mid
 //     pack_left_f16 back to AMP left, the context GEMM. Materialised (one
 //     split, one block): the context is final. Flash: each block's f16
 //     context is unpacked and merged into an f32 state with
-//     attention_merge_f16 (mode 0, 1, 2); with key splits over cells the
-//     partial contexts and statistics of splits 1.. are sent to the split-0
-//     cell in a second phase and merged there. The result (merge, AMP left
-//     after pack_left_f16 in the flash form, v's bias added) stays on the
-//     split-0 cell: a layout of query blocks x heads that is directly
-//     out_proj's left operand (the head merge is that layout, no data
-//     moves for it).
+//     attention_merge_f16 (mode 0, 1, 2); with S key splits over cells
+//     each split's partial context (f16, row-major) and statistics are
+//     cut in S row slices, and slice m of every split goes to split m's
+//     cell in a second phase, which merges them (a reduce-scatter: the
+//     merge work spread over the S cells). The result (merge, AMP left
+//     after pack_left_f16 in the flash form, v's bias added) stays there:
+//     a layout of query rows (blocks, or their slices) x heads that is
+//     directly out_proj's left operand (the head merge is that layout, no
+//     data moves for it).
 //   - 0.self_attn.out_proj: a GEMM grid on that layout, bias fused, its
 //     blocks unpacked to row-major on their holders (the graph-output
 //     path of evalGemm).

@@ -286,8 +286,9 @@ func (b *encBuilder) vtFormats(e *vtEval) {
 // its split's keys in Blocks key blocks, one after the other. One split
 // of one block is the materialised form (softmax of the whole score
 // rows); any other is the flash form (online softmax: softmax_f16
-// stats=1, attention_merge_f16), whose key splits are merged on the
-// split-0 cell after a second exchange phase.
+// stats=1, attention_merge_f16), whose key splits are merged after a
+// second exchange phase, split m's cell merging rows slice m of all of
+// them.
 type AttentionPlan struct {
 	Flash        bool
 	Batch, Heads int
@@ -343,7 +344,7 @@ type attnEval struct {
 	stages             []Stage
 	cycles             int64
 	work, r1work, held []int
-	weights            []int // v's bias, resident with the split-0 cells
+	weights            []int // v's bias, resident with the merging cells
 	out                *layout
 }
 
@@ -655,7 +656,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 // (1..8), whose cells fit the tiles; each costed exactly (evalAttention)
 // and checked against the memory with q, k and v^T held; the cheapest
 // fitting plan of either form is chosen. It returns the merged heads'
-// layout (query blocks x heads on the split-0 cells) and their bytes.
+// layout (query rows x heads on the merging cells) and their bytes.
 func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
 	s, n := b.s, b.n
 	const name = "0.self_attn.attention"
