@@ -10,6 +10,7 @@ import (
 	"github.com/ipustack/ipustack/compiler/cost"
 	"github.com/ipustack/ipustack/graph"
 	"github.com/ipustack/ipustack/ipu21"
+	"github.com/ipustack/ipustack/kernels"
 )
 
 // encoderFlops is the layer's useful flops by hand: 2*M*K*N of every
@@ -244,5 +245,48 @@ func TestEncoderUnsupported(t *testing.T) {
 	var u *UnsupportedError
 	if _, err := SearchEncoder(g, ipu21.IPU21(), Options{}); !errors.As(err, &u) {
 		t.Errorf("two layers: %v, want an UnsupportedError", err)
+	}
+}
+
+// TestSideBySide: stages of operators on disjoint tiles merge stage by
+// stage; a merged compute stage costs its busiest tile, a merged phase
+// its busiest receiver and, when the operators share senders, the sum of
+// their busiest senders.
+func TestSideBySide(t *testing.T) {
+	tg := ipu21.IPU21()
+	g, err := graph.EncoderLayerGraph(graph.DefaultEncoder, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := g.Node("0.layer_norm1")
+	call := func(tile int, n int) Call {
+		s := kernels.Copy{N: n}
+		return Call{Tile: tile, Spec: s, Cycles: cost.Call(s)}
+	}
+	phase := func(from, to, bytes int) Stage {
+		return Stage{Kind: ExchangeStage, Name: "a.in", MaxSend: bytes, MaxRecv: bytes, Cycles: cost.Phase(tg, bytes, bytes),
+			Transfers: []Transfer{{Ref: Ref{x, -1, Span{0, 1}, Span{0, 16}}, From: from, To: []int{to}, Bytes: bytes}}}
+	}
+	compute := func(c Call) Stage {
+		return Stage{Kind: ComputeStage, Name: "a.gemm", Calls: []Call{c}, Cycles: c.Cycles}
+	}
+	a := []Stage{phase(0, 2, 4096), compute(call(2, 4096))}
+	b := []Stage{phase(0, 4, 8192), compute(call(4, 64))}
+	m := sideBySide(tg, "ab", a, b)
+	if len(m) != 2 || m[0].Name != "ab.in" || m[1].Name != "ab.gemm" {
+		t.Fatalf("merged %d stages %v", len(m), m)
+	}
+	if m[0].MaxSend != 4096+8192 || m[0].MaxRecv != 8192 || m[0].Cycles != cost.Phase(tg, 4096+8192, 8192) {
+		t.Errorf("shared sender: maxSend %d maxRecv %d cycles %d", m[0].MaxSend, m[0].MaxRecv, m[0].Cycles)
+	}
+	if m[1].Cycles != max(a[1].Cycles, b[1].Cycles) || len(m[1].Calls) != 2 {
+		t.Errorf("compute: %d cycles, %d calls", m[1].Cycles, len(m[1].Calls))
+	}
+	b[0] = phase(6, 4, 8192) // disjoint senders (and their partners)
+	if m := sideBySide(tg, "ab", a, b); m[0].MaxSend != 8192 {
+		t.Errorf("disjoint senders: maxSend %d, want 8192", m[0].MaxSend)
+	}
+	if m := sideBySide(tg, "ab", a, b[1:]); len(m) != 3 {
+		t.Errorf("different stage kinds: %d stages, want the 3 one after the other", len(m))
 	}
 }
