@@ -242,6 +242,9 @@ func encoderGraph(g *graph.Graph) (encNodes, encShape, error) {
 type EncoderPlan struct {
 	Batch, Tokens, Dim, Heads, HeadDim, Hidden int
 	HeadPad, KeyPad                            int // hp and Tp (see the package's encoder notes)
+	// MLPChunks is the row chunks the MLP runs in (0: none; see
+	// mlpInChunks).
+	MLPChunks int
 	// WeightCap is the share of the data budget the resident weights
 	// were capped at (0: none needed; see SearchEncoder).
 	WeightCap float64
@@ -277,6 +280,12 @@ func (e *EncoderPlan) describe(total int64) string {
 	fmt.Fprintf(&b, "  v^T grid: %d dim blocks of %d x %d token blocks of %d x %d model-dim blocks of %d\n",
 		e.VT.Rows.Count, e.VT.Rows.Block, e.VT.Cols.Count, e.VT.Cols.Block, e.VT.Inner.Count, e.VT.Inner.Block)
 	fmt.Fprintf(&b, "  projections: %s\n", e.Projections)
+	if e.MLPChunks > 1 {
+		fmt.Fprintf(&b, "  MLP and last residual in %d row chunks\n", e.MLPChunks)
+	}
+	if e.WeightCap > 0 {
+		fmt.Fprintf(&b, "  each GEMM's resident weights capped at its share of %.0f%% of the data budget\n", 100*e.WeightCap)
+	}
 	for _, a := range []*AttentionPlan{e.Materialized, e.Flash} {
 		if a != nil {
 			mark := " "
@@ -335,6 +344,9 @@ type encBuilder struct {
 	enc                    *EncoderPlan
 	persist, r1            []int // per tile: resident weights and parameters; of them in region 1
 	live                   []liveVal
+	// allowChunks lets the MLP run in row chunks when it does not fit
+	// whole.
+	allowChunks bool
 	// capShare, when not 0, caps each GEMM's resident weight bytes per
 	// tile at capShare x the data budget x its share of the layer's
 	// weights (weightCap).
@@ -495,25 +507,34 @@ func SearchEncoder(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error
 	// (weightCaps, tighter and tighter); the first plan that fits is kept.
 	var b *encBuilder
 	var first error
-	for _, f := range weightCaps {
-		b = &encBuilder{t: t, tiles: opt.Tiles, budget: cost.DataBudget(t, opt.CodeReserve), region1: cost.InterleavedBudget(t),
-			m: &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}, memo: map[kernels.Spec]int64{},
-			n: n, s: s, opt: opt, persist: make([]int, opt.Tiles), r1: make([]int, opt.Tiles), active: make([]bool, opt.Tiles), capShare: f}
-		b.plan = &Plan{Graph: g, Target: t, Tiles: opt.Tiles, Formats: make([]*Format, len(g.Nodes())), Chunks: 1, Flops: g.GemmFlops()}
-		b.enc = &EncoderPlan{Batch: s.B, Tokens: s.T, Dim: s.D, Heads: s.H, HeadDim: s.HD, Hidden: s.F, HeadPad: s.HP, KeyPad: s.Tp, WeightCap: f}
-		b.plan.Encoder = b.enc
-		err := b.build()
-		if err == nil {
-			first = nil
-			break
+	// First without row chunks, tighter and tighter weight caps; only
+	// when none fits, the same with the MLP in row chunks (which cost
+	// their phases and smaller GEMMs: a cap that fits whole is cheaper
+	// at the shapes tried).
+done:
+	for _, chunks := range []bool{false, true} {
+		for _, f := range weightCaps {
+			b = &encBuilder{t: t, tiles: opt.Tiles, budget: cost.DataBudget(t, opt.CodeReserve), region1: cost.InterleavedBudget(t),
+				m: &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}, memo: map[kernels.Spec]int64{},
+				n: n, s: s, opt: opt, persist: make([]int, opt.Tiles), r1: make([]int, opt.Tiles), active: make([]bool, opt.Tiles),
+				capShare: f, allowChunks: chunks}
+			b.plan = &Plan{Graph: g, Target: t, Tiles: opt.Tiles, Formats: make([]*Format, len(g.Nodes())), Chunks: 1, Flops: g.GemmFlops()}
+			b.enc = &EncoderPlan{Batch: s.B, Tokens: s.T, Dim: s.D, Heads: s.H, HeadDim: s.HD, Hidden: s.F, HeadPad: s.HP, KeyPad: s.Tp, WeightCap: f}
+			b.plan.Encoder = b.enc
+			err := b.build()
+			if err == nil {
+				first = nil
+				break done
+			}
+			if first == nil {
+				first = err
+			}
+			opt.Logf("construct_mid: encoder plan with weight cap %.2f of the budget, MLP row chunks %v: %v", f, chunks, err)
 		}
-		if first == nil {
-			first = err
-		}
-		opt.Logf("construct_mid: encoder plan with weight cap %.2f of the budget: %v", f, err)
 	}
 	if first != nil {
-		return nil, fmt.Errorf("%w (nor with each GEMM's resident weights capped at its share of down to %.0f%% of the data budget)", first, 100*weightCaps[len(weightCaps)-1])
+		return nil, fmt.Errorf("%w (nor with each GEMM's resident weights capped at its share of down to %.0f%% of the data budget, nor with the MLP in up to %d row chunks)",
+			first, 100*weightCaps[len(weightCaps)-1], mlpChunks[len(mlpChunks)-1])
 	}
 	p := b.plan
 	for _, st := range p.Stages {
@@ -570,16 +591,175 @@ func (b *encBuilder) build() error {
 	if err != nil {
 		return err
 	}
+	b.plan.Gemms = []*GemmPlan{qp, kp, op}
 	f1, _, f2, f2e, err := b.mlp(ln2)
-	if err != nil {
+	if err == nil {
+		b.keep("fc2", opFC2, opRes2, f2e.held)
+		if err := b.residual2(lnRows, f2e.out, Span{0, s.M}, "0.residual2"); err != nil {
+			return err
+		}
+		b.plan.Gemms = append(b.plan.Gemms, f1, f2)
+		return nil
+	}
+	if !b.allowChunks {
 		return err
 	}
-	b.keep("fc2", opFC2, opRes2, f2e.held)
-	if err := b.residual2(lnRows, f2e.out); err != nil {
-		return err
+	// The MLP does not fit whole: in row chunks, as the MLP planner
+	// does (fewer rows: smaller left blocks and outputs, fewer grid rows
+	// to replicate the weights over).
+	for _, q := range mlpChunks {
+		if q > s.M {
+			break
+		}
+		gs, cerr := b.mlpInChunks(ln2, lnRows, q)
+		if cerr == nil {
+			b.plan.Gemms = append(b.plan.Gemms, gs...)
+			b.enc.MLPChunks = q
+			return nil
+		}
+		b.opt.Logf("construct_mid: encoder MLP in %d row chunks: %v", q, cerr)
 	}
-	b.plan.Gemms = []*GemmPlan{qp, kp, op, f1, f2}
-	return nil
+	return err
+}
+
+// mlpChunks are the row chunk counts the MLP is tried in when it does
+// not fit whole.
+var mlpChunks = []int{2, 3, 4, 6, 8}
+
+// rowsLayout is l restricted to the rows of chunk, renumbered from the
+// chunk's first row (the coordinates of a chunk's GEMM plans).
+func rowsLayout(l *layout, chunk Span) *layout {
+	out := &layout{value: l.value, cols: l.cols, order: l.order}
+	for ri, r := range l.rows {
+		x := r.Intersect(chunk)
+		if x.Len() <= 0 {
+			continue
+		}
+		out.rows = append(out.rows, Span{x.Lo - chunk.Lo, x.Hi - chunk.Lo})
+		out.tile = append(out.tile, l.tile[ri*len(l.cols):(ri+1)*len(l.cols)]...)
+	}
+	return out
+}
+
+// shiftLayout is l with its rows moved by d.
+func shiftLayout(l *layout, d int) *layout {
+	out := *l
+	out.rows = make([]Span, len(l.rows))
+	for i, r := range l.rows {
+		out.rows[i] = Span{r.Lo + d, r.Hi + d}
+	}
+	return &out
+}
+
+// shiftRows moves by d the rows of every Ref to the values vals in
+// stages (a chunk's GEMM plans count rows from the chunk's first).
+func shiftRows(stages []Stage, vals map[*graph.Node]bool, d int) {
+	move := func(r *Ref) {
+		if vals[r.Value] {
+			r.Rows = Span{r.Rows.Lo + d, r.Rows.Hi + d}
+		}
+	}
+	for i := range stages {
+		st := &stages[i]
+		for c := range st.Calls {
+			for k := range st.Calls[c].Reads {
+				move(&st.Calls[c].Reads[k])
+			}
+			for k := range st.Calls[c].Writes {
+				move(&st.Calls[c].Writes[k])
+			}
+		}
+		for k := range st.Transfers {
+			move(&st.Transfers[k].Ref)
+		}
+	}
+}
+
+// sameGrid is the plan of gop on grid g's tiles: the same column and K
+// blocks (so the same weight blocks on the same tiles), at most g's row
+// blocks (a chunk of fewer rows), costed against src.
+func (b *encBuilder) sameGrid(gop gemmOp, g Grid, src *layout, realK, realN int) (*gemmChoice, error) {
+	var best *GemmPlan
+	for _, c := range candidates(gop, b.tiles, math.MaxInt, math.MaxInt, 1) {
+		if c.Cols.Count == g.Cols && c.Inner.Count == g.Inner && c.Rows.Count <= g.Rows && (best == nil || c.Rows.Count > best.Rows.Count) {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("mid: encoder: %s: no grid of %d rows on the tiles of %v", gop.node.Name, gop.m, g)
+	}
+	e := evalGemm(b.m, best, src, nil, b.tiles, true)
+	ch := &gemmChoice{gp: best, e: e, work: slices.Clone(e.work), weights: slices.Clone(e.weights), r1: slices.Clone(e.r1),
+		cycles: e.cycles, realK: realK, realN: realN, flops: 2 * int64(gop.m) * int64(gop.k) * int64(gop.n)}
+	best.K, best.N = realK, realN
+	best.Kernel = kernels.GemmF16For(b.opt.Conservative)
+	return ch, nil
+}
+
+// mlpInChunks plans fc1, fc2 and the last residual in q row chunks, one
+// after the other (unrolled): chunk 0's grids are picked as the MLP's
+// are, every other chunk runs on the same grids (its rows are no more,
+// so neither are its bytes: the weights stay resident once). The state
+// is left as it was when a chunking does not fit.
+func (b *encBuilder) mlpInChunks(ln2 *layout, lnRows Tiling, q int) ([]*GemmPlan, error) {
+	s, n := b.s, b.n
+	persist, r1, peak, live := slices.Clone(b.persist), slices.Clone(b.r1), b.peak, slices.Clone(b.live)
+	active, nst, nops := slices.Clone(b.active), len(b.plan.Stages), len(b.enc.Ops)
+	fail := func(err error) ([]*GemmPlan, error) {
+		copy(b.persist, persist)
+		copy(b.r1, r1)
+		copy(b.active, active)
+		b.peak, b.live = peak, live
+		b.plan.Stages, b.enc.Ops = b.plan.Stages[:nst], b.enc.Ops[:nops]
+		b.plan.Formats[n.res2.ID] = nil
+		return nil, err
+	}
+	vals := map[*graph.Node]bool{n.ln2: true, n.fc1: true, n.fc1Add: true, n.gelu: true, n.fc2: true, n.fc2Add: true}
+	rows := NewTiling(s.M, q, 1)
+	var out []*GemmPlan
+	var g1, g2 Grid
+	for c, cs := range rows.Spans() {
+		rc := cs.Len()
+		op1 := gemmOp{node: n.fc1, left: n.ln2, right: n.fc1W, bias: n.fc1B, epilogue: []*graph.Node{n.fc1Add, n.gelu}, out: n.gelu,
+			m: rc, k: s.D, n: s.F, chunks: 1, totalM: rc}
+		op2 := gemmOp{node: n.fc2, left: n.gelu, right: n.fc2W, bias: n.fc2B, epilogue: []*graph.Node{n.fc2Add}, out: n.fc2Add,
+			output: true, m: rc, k: s.F, n: s.D, chunks: 1, totalM: rc}
+		src := rowsLayout(ln2, cs)
+		var c1, c2 *gemmChoice
+		var err error
+		if c == 0 {
+			if c1, err = b.pickGemm(opFC1, op1, src, b.tiles, 0, s.D, s.F); err != nil {
+				return fail(err)
+			}
+			b.account(opFC1, c1.work, c1.weights, c1.r1)
+			b.keep("fc1", opFC1, opFC2, c1.e.held)
+			if c2, err = b.pickGemm(opFC2, op2, c1.e.out, b.tiles, 0, s.F, s.D); err != nil {
+				return fail(err)
+			}
+			b.account(opFC2, c2.work, c2.weights, c2.r1)
+			b.keep("fc2", opFC2, opRes2, c2.e.held)
+			g1, g2 = c1.gp.Grid(), c2.gp.Grid()
+			b.gemmFormats(c1.gp)
+			b.gemmFormats(c2.gp)
+		} else {
+			if c1, err = b.sameGrid(op1, g1, src, s.D, s.F); err != nil {
+				return fail(err)
+			}
+			if c2, err = b.sameGrid(op2, g2, c1.e.out, s.F, s.D); err != nil {
+				return fail(err)
+			}
+		}
+		shiftRows(c1.e.stages, vals, cs.Lo)
+		shiftRows(c2.e.stages, vals, cs.Lo)
+		tag := fmt.Sprintf(" (rows %v)", cs)
+		b.addOp(n.fc1.Name+tag, c1.e.stages, c1.flops)
+		b.addOp(n.fc2.Name+tag, c2.e.stages, c2.flops)
+		if err := b.residual2(lnRows, shiftLayout(c2.e.out, cs.Lo), cs, n.res2.Name+tag); err != nil {
+			return fail(err)
+		}
+		out = append(out, c1.gp, c2.gp)
+	}
+	return out, nil
 }
 
 // gemmChoice is a picked GEMM grid with its detailed stages and per-tile
@@ -1104,13 +1284,23 @@ func (b *encBuilder) layerNorm1(rows Tiling) (*layout, error) {
 // buffer row by row (copy_f16; the rows of a block are not the rows of
 // the buffer) in the compute stage that follows, whose calls are
 // returned with their busy cycles.
-func (b *encBuilder) gatherRows(name string, src *layout, rows Tiling) ([]Stage, []Call, []int64, error) {
+func (b *encBuilder) gatherRows(name string, src *layout, rows Tiling, chunk Span) ([]Stage, []Call, []int64, error) {
 	send, recv := make([]int, b.tiles), make([]int, b.tiles)
 	busy := make([]int64, b.tiles)
 	var calls []Call
 	var tr []Transfer
 	var err error
-	nd := &need{rows: rows.Spans(), cols: []Span{{0, b.s.D}}, tiles: func(ri, _ int) []int { return []int{ri} }}
+	// The layer-norm row blocks within chunk (all of them without row
+	// chunks), each to its tile.
+	var nrows []Span
+	var ntile []int
+	for i, rs := range rows.Spans() {
+		if r := rs.Intersect(chunk); r.Len() > 0 {
+			nrows = append(nrows, r)
+			ntile = append(ntile, i)
+		}
+	}
+	nd := &need{rows: nrows, cols: []Span{{0, b.s.D}}, tiles: func(ri, _ int) []int { return []int{ntile[ri]} }}
 	exchange(src, nd, 2, send, recv, func(t Transfer) { tr = append(tr, t) }, func(t int, rs, cs Span) {
 		c := kernels.Copy{N: 2 * cs.Len()}
 		cyc, cerr := b.call(c)
@@ -1137,7 +1327,7 @@ func (b *encBuilder) gatherRows(name string, src *layout, rows Tiling) ([]Stage,
 func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
 	s, n := b.s, b.n
 	const name = "0.layer_norm2"
-	stages, calls, busy, err := b.gatherRows(name, src, rows)
+	stages, calls, busy, err := b.gatherRows(name, src, rows, Span{0, s.M})
 	if err != nil {
 		return nil, err
 	}
@@ -1184,21 +1374,28 @@ func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
 // residual2 plans the fc2 rows' gather and the last residual add (add_f16
 // with y) on the layer-norm tiles: the graph output, row-major, block i
 // on tile i.
-func (b *encBuilder) residual2(rows Tiling, src *layout) error {
+func (b *encBuilder) residual2(rows Tiling, src *layout, chunk Span, opName string) error {
 	s, n := b.s, b.n
 	const name = "0.residual2"
-	stages, calls, busy, err := b.gatherRows(name, src, rows)
+	stages, calls, busy, err := b.gatherRows(name, src, rows, chunk)
 	if err != nil {
 		return err
 	}
 	work := make([]int, b.tiles)
-	of := &Format{Value: n.res2, Rows: s.M, Cols: s.D, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+	of := b.plan.Formats[n.res2.ID]
+	if of == nil {
+		of = &Format{Value: n.res2, Rows: s.M, Cols: s.D, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+	}
 	per := 65536 / s.D // add_f16 takes up to 65536 values a call
 	if per == 0 {
 		return fmt.Errorf("mid: encoder: %s: a row of %d values exceeds add_f16's 65536", name, s.D)
 	}
 	for i, rs := range rows.Spans() {
+		rs = rs.Intersect(chunk)
 		r := rs.Len()
+		if r <= 0 {
+			continue
+		}
 		work[i] = 2 * cost.Align(2*r*s.D, 32) // the gathered rows and the sum
 		for lo := rs.Lo; lo < rs.Hi; lo += per {
 			sub := Span{lo, min(lo+per, rs.Hi)}
@@ -1219,7 +1416,7 @@ func (b *encBuilder) residual2(rows Tiling, src *layout) error {
 	var e opEval
 	e.stages = stages
 	addCompute(&e, name, busy, calls)
-	b.commit(name, opRes2, e.stages, work, nil, nil, 0)
+	b.commit(opName, opRes2, e.stages, work, nil, nil, 0)
 	b.plan.Formats[n.res2.ID] = of
 	return nil
 }
