@@ -749,6 +749,8 @@ func (b *encBuilder) mlpInChunks(ln2 *layout, lnRows Tiling, q int) ([]*GemmPlan
 				return fail(err)
 			}
 		}
+		// The chunk's share of the useful flops.
+		c1.flops, c2.flops = 2*int64(rc)*int64(s.D)*int64(s.F), 2*int64(rc)*int64(s.F)*int64(s.D)
 		shiftRows(c1.e.stages, vals, cs.Lo)
 		shiftRows(c2.e.stages, vals, cs.Lo)
 		tag := fmt.Sprintf(" (rows %v)", cs)

@@ -107,14 +107,18 @@ func planEncoder(t *testing.T, c graph.EncoderConfig, tiles int) *Plan {
 	if sum != p.Cycles {
 		t.Errorf("stages add up to %d cycles, the plan says %d", sum, p.Cycles)
 	}
-	var ops int64
+	var ops, opFlops int64
 	next := 0
 	for _, o := range p.Encoder.Ops {
+		opFlops += o.Flops
 		if o.First != next {
 			t.Errorf("operator %s starts at stage %d, want %d", o.Name, o.First, next)
 		}
 		next = o.First + o.Count
 		ops += o.Cycles
+	}
+	if opFlops != p.Flops {
+		t.Errorf("operators' flops add up to %d, the plan's %d", opFlops, p.Flops)
 	}
 	if ops != p.Cycles || next != len(p.Stages) {
 		t.Errorf("operators add up to %d cycles over %d stages, the plan %d over %d", ops, next, p.Cycles, len(p.Stages))
