@@ -121,7 +121,12 @@ package mid
 // until the projections have read it, ...), and the operator's working
 // set; each operator's choice must fit the data budget (cost.DataBudget)
 // and the AMP right panels region 1 (cost.InterleavedBudget), else the
-// search fails naming the operator, the tile and the bytes.
+// search fails naming the operator, the tile and the bytes. When the
+// walk does not fit, the layer is planned again with each GEMM's resident
+// weights capped at its share of a fraction of the budget (weightCaps),
+// and when that does not fit either, with the MLP and the last residual
+// in row chunks (mlpInChunks: unrolled, every chunk on chunk 0's grids,
+// the weights resident once; so400m on 368 tiles runs in 3 chunks).
 
 import (
 	"errors"
