@@ -41,7 +41,9 @@ package mid
 //   - 0.layer_norm1: token rows in blocks of ceil(B*T/tiles) rows, block
 //     i on tile i (x written there by the host, row-major); per tile
 //     layer_norm_f16 (<= 256 rows and rows*width <= 32768 a call) and
-//     pack_left_f16 to the AMP left panel of its rows (ln1, AMPLeft).
+//     pack_left_f16 to the AMP left panel of its rows (ln1, AMPLeft) -
+//     except for one row of whole 16-column groups, which is its own AMP
+//     left panel (so400m on 1472 tiles: one row per tile on 729 tiles).
 //   - 0.self_attn.q_proj, k_proj: the MLP's GEMM grids (candidates,
 //     evalGemm) on ln1's layout, bias fused (add_bias_f16); results in
 //     AMP output order on the grids' holders. Side by side, their phases
