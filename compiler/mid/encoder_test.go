@@ -181,7 +181,8 @@ func TestEncoderSo400m(t *testing.T) {
 }
 
 // TestEncoderShapes plans odd shapes: token counts that are not
-// multiples of 16, 12 heads of 64, batch 2, a quarter of the chip.
+// multiples of 16, 12 heads of 64, batch 2, a quarter of the chip, and a
+// small layer whose dims and heads are not multiples of 16.
 func TestEncoderShapes(t *testing.T) {
 	vitB := graph.EncoderConfig{Batch: 1, Tokens: 197, Dim: 768, Heads: 12, Hidden: 3072, Layers: 1, DType: graph.F16, Acc: graph.F16}
 	cases := []struct {
@@ -195,6 +196,8 @@ func TestEncoderShapes(t *testing.T) {
 		{"197 tokens, 12 heads of 64 on 368 tiles", vitB, 368},
 		{"so400m on 368 tiles", graph.DefaultEncoder, 368},
 		{"batch 2", func() graph.EncoderConfig { c := graph.DefaultEncoder; c.Batch = 2; return c }(), 1472},
+		{"37 tokens, dim 100, 4 heads of 25, batch 3, 64 tiles",
+			graph.EncoderConfig{Batch: 3, Tokens: 37, Dim: 100, Heads: 4, Hidden: 200, Layers: 1, DType: graph.F16, Acc: graph.F16}, 64},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -292,5 +295,42 @@ func TestSideBySide(t *testing.T) {
 	}
 	if m := sideBySide(tg, "ab", a, b[1:]); len(m) != 3 {
 		t.Errorf("different stage kinds: %d stages, want the 3 one after the other", len(m))
+	}
+}
+
+// TestEncoderConservative: with Options.Conservative every GEMM call is
+// the drain kernel (kernels.GemmF16For(true)) and costed as such.
+func TestEncoderConservative(t *testing.T) {
+	c := graph.EncoderConfig{Batch: 1, Tokens: 197, Dim: 768, Heads: 12, Hidden: 3072, Layers: 1, DType: graph.F16, Acc: graph.F16}
+	g, err := graph.EncoderLayerGraph(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := SearchEncoder(g, ipu21.IPU21(), Options{Conservative: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Finalists[0]
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, st := range p.Stages {
+		for _, call := range st.Calls {
+			if s, ok := call.Spec.(kernels.Gemm); ok {
+				n++
+				if !s.Conservative || call.Spec.Name() != kernels.GemmF16For(true) || call.Cycles != cost.Call(s) {
+					t.Fatalf("stage %s: %s %v (%d cycles)", st.Name, call.Spec.Name(), call.Spec.Params(), call.Cycles)
+				}
+			}
+		}
+	}
+	for _, gp := range p.Gemms {
+		if gp.Kernel != kernels.GemmF16For(true) {
+			t.Errorf("%s: kernel %s", gp.Node.Name, gp.Kernel)
+		}
+	}
+	if n == 0 {
+		t.Error("no GEMM calls")
 	}
 }
