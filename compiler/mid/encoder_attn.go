@@ -295,7 +295,13 @@ type AttentionPlan struct {
 	Queries      Tiling // query rows of one batch element
 	Splits       Tiling // the Tp padded keys of one batch element, whole groups of 16
 	Blocks       int    // key blocks per split (asked; a split's own tiling may have fewer)
-	Cycles       int64  // the attention's stages
+	// SplitsFastest numbers the cells split-fastest (partner tiles 2k,
+	// 2k+1 are two splits of one query block: they share q's atoms),
+	// else query-block-fastest (two query blocks of one split: they
+	// share k's and v's, the bulk, which can then arrive as paired 64-bit
+	// items). Both are costed.
+	SplitsFastest bool
+	Cycles        int64 // the attention's stages
 	// Breakdown is the cycles of each of its stages, by stage name.
 	Breakdown []StageCycles
 }
@@ -311,7 +317,10 @@ func (a *AttentionPlan) Cells() int { return a.Batch * a.Heads * a.Queries.Count
 
 // Tile is cell (bi, h, qb, s)'s tile.
 func (a *AttentionPlan) Tile(bi, h, qb, s int) int {
-	return ((bi*a.Heads+h)*a.Queries.Count+qb)*a.Splits.Count + s
+	if a.SplitsFastest {
+		return ((bi*a.Heads+h)*a.Queries.Count+qb)*a.Splits.Count + s
+	}
+	return ((bi*a.Heads+h)*a.Splits.Count+s)*a.Queries.Count + qb
 }
 
 // keyBlocks are split s's key blocks (padded keys of one batch element).
@@ -651,6 +660,38 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 	return e, nil
 }
 
+// costAttention costs grid a and keeps it in best and in its form's
+// best (bestM, bestF) when it fits and is cheaper; errors are kept for
+// the report when nothing fits.
+func (b *encBuilder) costAttention(a *AttentionPlan, ql, kl, vl *layout, name string, best, bestM, bestF **AttentionPlan, firstErr *error, fitErr **fitError) {
+	e, err := b.evalAttention(a, ql, kl, vl, false)
+	if err != nil {
+		if *firstErr == nil {
+			*firstErr = fmt.Errorf("mid: encoder: %s (%s): %w", name, a.Describe(), err)
+		}
+		return
+	}
+	if err := b.fits(name, opAttn, e.work, e.r1work, e.weights, nil); err != nil {
+		*fitErr = closer(*fitErr, err)
+		return
+	}
+	a.Cycles = e.cycles
+	for _, st := range e.stages {
+		a.Breakdown = append(a.Breakdown, StageCycles{st.Name, st.Cycles})
+	}
+	pick := func(p **AttentionPlan) {
+		if *p == nil || a.Cycles < (*p).Cycles {
+			*p = a
+		}
+	}
+	pick(best)
+	if a.Flash {
+		pick(bestF)
+	} else {
+		pick(bestM)
+	}
+}
+
 // attention picks the attention grid: every query blocking (rows <= 768,
 // the GEMM's limit), key splits (1..8) and, on one split, key blocks
 // (1..8), whose cells fit the tiles; each costed exactly (evalAttention)
@@ -681,35 +722,34 @@ func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
 				if S > 1 && nb > 1 {
 					break // key splits take one block each
 				}
-				a := &AttentionPlan{Flash: S > 1 || nb > 1, Batch: s.B, Heads: s.H, Queries: qt, Splits: st, Blocks: nb}
-				if got := len(a.keyBlocks(0)); got != nb {
+				a0 := &AttentionPlan{Flash: S > 1 || nb > 1, Batch: s.B, Heads: s.H, Queries: qt, Splits: st, Blocks: nb}
+				if got := len(a0.keyBlocks(0)); got != nb {
 					break
 				}
-				e, err := b.evalAttention(a, ql, kl, vl, false)
-				if err != nil {
-					if firstErr == nil {
-						firstErr = fmt.Errorf("mid: encoder: %s (%s): %w", name, a.Describe(), err)
+				// A lower bound of any cell's cycles: the first query
+				// block's GEMMs and softmax over split 0's blocks. A grid
+				// that cannot beat the best so far is not costed.
+				if best != nil {
+					var lb int64
+					for _, kb := range a0.keyBlocks(0) {
+						for _, sp := range []kernels.Spec{kernels.Gemm{K: s.HP, C: kb.Len(), R: qt.Block, Conservative: b.opt.Conservative},
+							kernels.Gemm{K: kb.Len(), C: s.HP, R: qt.Block, Conservative: b.opt.Conservative}} {
+							if c, err := b.call(sp); err == nil {
+								lb += c
+							}
+						}
 					}
-					continue
-				}
-				if err := b.fits(name, opAttn, e.work, e.r1work, e.weights, nil); err != nil {
-					fitErr = closer(fitErr, err)
-					continue
-				}
-				a.Cycles = e.cycles
-				for _, st := range e.stages {
-					a.Breakdown = append(a.Breakdown, StageCycles{st.Name, st.Cycles})
-				}
-				pick := func(p **AttentionPlan) {
-					if *p == nil || a.Cycles < (*p).Cycles {
-						*p = a
+					if lb >= best.Cycles {
+						continue
 					}
 				}
-				pick(&best)
-				if a.Flash {
-					pick(&bestF)
-				} else {
-					pick(&bestM)
+				for _, fast := range []bool{false, true} {
+					if fast && S == 1 {
+						continue // one numbering
+					}
+					a := *a0
+					a.SplitsFastest = fast
+					b.costAttention(&a, ql, kl, vl, name, &best, &bestM, &bestF, &firstErr, &fitErr)
 				}
 			}
 		}
