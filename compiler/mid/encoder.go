@@ -103,20 +103,22 @@ package mid
 // is taken; Plan.Encoder keeps the best of each form with its stages'
 // cycles. At so400m on 1472 tiles (go test -run TestEncoderSo400m -v
 // ./compiler/mid prints them) the cost model picks the flash form with
-// four key splits of 192 keys over 23 query blocks of 32 rows (1472
-// cells): 99,431 cycles (input phase 17,168, scores 15,972, softmax
-// 37,699, context 14,517, partials' phase 1,876, merge 12,199), against
-// 158,129 for the best materialised grid (92 query blocks of 8 rows:
-// input 30,812, scores 42,600, softmax 43,737, context 40,190, bias 790).
+// four key splits of 192 keys over 22 query blocks of 34 rows (1408
+// cells, numbered query block fastest): 95,696 cycles (input phase
+// 10,412, scores 15,407, softmax 39,727, context 14,693, partials' phase
+// 2,002, merge 13,455), against 158,129 for the best materialised grid
+// (92 query blocks of 8 rows: input 30,812, scores 42,600, softmax
+// 43,737, context 40,190, bias 790).
 // Filling the chip with one key split needs query blocks of 8 rows,
 // below the 12 rows from which gemm_f16 runs its fast path, and every
 // cell receives k and v of all 736 keys; splitting the keys over four
-// cells gives blocks of 32 rows and a quarter of the panels, for a second
-// phase and the merges (spread over the splits' cells, each merging a
-// quarter of the rows of all four partials). The softmax costs about the
-// same either way: it is the chip's share of all the scores. (The figures
-// are the cost models' at the time of writing; the test log is the
-// reference.)
+// cells gives blocks of 34 rows and a quarter of the panels (which two
+// neighbouring query blocks' cells, partner tiles, take as paired
+// items), for a second phase and the merges (spread over the splits'
+// cells, each merging a quarter of the rows of all four partials). The
+// softmax costs about the same either way: it is the chip's share of all
+// the scores. (The figures are the cost models' at the time of writing;
+// the test log is the reference.)
 //
 // Memory: every tile's bytes are its resident weights and parameters,
 // the values held between operators (x until the second layer norm, ln1
