@@ -198,6 +198,8 @@ func TestEncoderShapes(t *testing.T) {
 		{"batch 2", func() graph.EncoderConfig { c := graph.DefaultEncoder; c.Batch = 2; return c }(), 1472},
 		{"37 tokens, dim 100, 4 heads of 25, batch 3, 64 tiles",
 			graph.EncoderConfig{Batch: 3, Tokens: 37, Dim: 100, Heads: 4, Hidden: 200, Layers: 1, DType: graph.F16, Acc: graph.F16}, 64},
+		{"one token on 8 tiles", graph.EncoderConfig{Batch: 1, Tokens: 1, Dim: 64, Heads: 1, Hidden: 64, Layers: 1, DType: graph.F16, Acc: graph.F16}, 8},
+		{"16 tokens on 3 tiles", graph.EncoderConfig{Batch: 1, Tokens: 16, Dim: 32, Heads: 2, Hidden: 48, Layers: 1, DType: graph.F16, Acc: graph.F16}, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
