@@ -407,6 +407,14 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 		sc.busy[i] = make([]int64, T)
 	}
 	final := len(sc.names) - 1
+	// The flash form's row-major partials, their merges and the partials'
+	// phase carry the head's real values only (vw; the merge works on
+	// words of 4 values, so a head dim that is not a multiple of 4 keeps
+	// its padding); pack_left_f16 restores the zero padding.
+	vw := s.HP
+	if s.HD%4 == 0 {
+		vw = s.HD
+	}
 	e := &attnEval{work: make([]int, T), r1work: make([]int, T), held: make([]int, T), weights: make([]int, T)}
 	head := func(h int) Span { return Span{h * s.HP, (h + 1) * s.HP} }
 	qrows := func(bi, qb int) Span {
@@ -521,6 +529,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 			}
 			for h := 0; h < a.Heads; h++ {
 				hc := head(h)
+				hv := Span{hc.Lo, hc.Lo + vw}
 				for sp := 0; sp < S; sp++ {
 					t := a.Tile(bi, h, qb, sp)
 					kr := a.Splits.Span(sp)
@@ -560,11 +569,11 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 						if !a.Flash {
 							continue
 						}
-						sc.add(st+2, t, kernels.UnpackOut{R: rq, C: s.HP}, []Ref{{n.context, part, qr, hc}}, []Ref{{n.context, part, qr, hc}})
+						sc.add(st+2, t, kernels.UnpackOut{R: rq, C: vw}, []Ref{{n.context, part, qr, hc}}, []Ref{{n.context, part, qr, hv}})
 						if S == 1 {
 							// The one split's blocks merge into the state as they come.
 							mode := 1
-							reads := []Ref{{n.context, part, qr, hc}, {n.softmax, part, qr, Span{h, h + 1}}}
+							reads := []Ref{{n.context, part, qr, hv}, {n.softmax, part, qr, Span{h, h + 1}}}
 							switch {
 							case j == 0:
 								mode = 0
@@ -572,9 +581,9 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 								mode = 2
 							}
 							if mode != 0 {
-								reads = append(reads, Ref{n.context, -1, qr, hc})
+								reads = append(reads, Ref{n.context, -1, qr, hv})
 							}
-							sc.add(st+2, t, AttentionMerge{Rows: rq, Values: s.HP, Mode: mode}, reads, []Ref{{n.context, -1, qr, hc}})
+							sc.add(st+2, t, AttentionMerge{Rows: rq, Values: vw, Mode: mode}, reads, []Ref{{n.context, -1, qr, hv}})
 						}
 					}
 					// Working set: q, the k^T and v panels (region 1), the
@@ -596,12 +605,12 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 								continue
 							}
 							to := a.Tile(bi, h, qb, m)
-							by := 2*sl.Len()*s.HP + 8*sl.Len()
+							by := 2*sl.Len()*vw + 8*sl.Len()
 							mergeSend[t] += by
 							mergeRecv[to] += by
 							if detail {
 								mergeTr = append(mergeTr,
-									Transfer{Ref: Ref{n.context, sp, sl, hc}, Order: RowMajor, From: t, To: []int{to}, Bytes: 2 * sl.Len() * s.HP},
+									Transfer{Ref: Ref{n.context, sp, sl, hv}, Order: RowMajor, From: t, To: []int{to}, Bytes: 2 * sl.Len() * vw},
 									Transfer{Ref: Ref{n.softmax, sp, sl, Span{h, h + 1}}, Order: RowMajor, From: t, To: []int{to}, Bytes: 8 * sl.Len()})
 							}
 						}
@@ -616,7 +625,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 					if S > 1 {
 						for sp := 0; sp < S; sp++ {
 							mode := 1
-							reads := []Ref{{n.context, sp, sl, hc}, {n.softmax, sp, sl, Span{h, h + 1}}}
+							reads := []Ref{{n.context, sp, sl, hv}, {n.softmax, sp, sl, Span{h, h + 1}}}
 							switch {
 							case sp == 0:
 								mode = 0
@@ -624,13 +633,13 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 								mode = 2
 							}
 							if mode != 0 {
-								reads = append(reads, Ref{n.context, -1, sl, hc})
+								reads = append(reads, Ref{n.context, -1, sl, hv})
 							}
-							sc.add(final, t, AttentionMerge{Rows: r, Values: s.HP, Mode: mode}, reads, []Ref{{n.context, -1, sl, hc}})
+							sc.add(final, t, AttentionMerge{Rows: r, Values: vw, Mode: mode}, reads, []Ref{{n.context, -1, sl, hv}})
 						}
 					}
 					if a.Flash {
-						sc.add(final, t, PackLeft{R: r, K: s.HP}, []Ref{{n.context, -1, sl, hc}}, []Ref{{n.context, -1, sl, hc}})
+						sc.add(final, t, PackLeft{R: r, K: vw}, []Ref{{n.context, -1, sl, hv}}, []Ref{{n.context, -1, sl, hc}})
 					}
 					sc.add(final, t, kernels.AddBias{Rows: r * s.HP / 16, R: r},
 						[]Ref{{n.context, -1, sl, hc}, {n.vB, -1, Span{0, 1}, hc}}, []Ref{{n.merge, -1, sl, hc}})
