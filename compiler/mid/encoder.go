@@ -104,9 +104,9 @@ package mid
 // cycles. At so400m on 1472 tiles (go test -run TestEncoderSo400m -v
 // ./compiler/mid prints them) the cost model picks the flash form with
 // four key splits of 192 keys over 22 query blocks of 34 rows (1408
-// cells, numbered query block fastest): 95,696 cycles (input phase
-// 10,412, scores 15,407, softmax 39,727, context 14,693, partials' phase
-// 2,002, merge 13,455), against 158,129 for the best materialised grid
+// cells, numbered query block fastest): 93,524 cycles (input phase
+// 10,412, scores 15,407, softmax 39,727, context 14,615, partials' phase
+// 1,894, merge 11,469), against 158,129 for the best materialised grid
 // (92 query blocks of 8 rows: input 30,812, scores 42,600, softmax
 // 43,737, context 40,190, bias 790).
 // Filling the chip with one key split needs query blocks of 8 rows,
