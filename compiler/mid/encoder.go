@@ -794,6 +794,7 @@ func (b *encBuilder) gemm(op int, gop gemmOp, src *layout, realK, realN int) (*G
 	b.account(op, ch.work, ch.weights, ch.r1)
 	b.addOp(gop.node.Name, ch.e.stages, ch.flops)
 	b.gemmFormats(ch.gp)
+	b.outFormat(ch)
 	return ch.gp, ch.e, nil
 }
 
@@ -1000,6 +1001,7 @@ func (b *encBuilder) mlp(ln2 *layout) (f1 *GemmPlan, f1e *opEval, f2 *GemmPlan, 
 		b.account(opFC1+i, c.work, c.weights, c.r1)
 		b.addOp(c.gp.Node.Name, c.e.stages, c.flops)
 		b.gemmFormats(c.gp)
+		b.outFormat(c)
 		if i == 0 {
 			b.keep("fc1", opFC1, opFC2, c.e.held)
 		}
@@ -1170,9 +1172,18 @@ func (b *encBuilder) projections(ln1 *layout) (qc, kc *gemmChoice, vt *vtEval, e
 	}
 	b.gemmFormats(best.q.gp)
 	b.gemmFormats(best.k.gp)
+	b.outFormat(best.q)
+	b.outFormat(best.k)
 	b.vtFormats(best.v)
 	b.enc.Projections = best.name
 	return best.q, best.k, best.v, nil
+}
+
+// outFormat records where a GEMM's result is held (its last epilogue
+// node's format: AMP output blocks, or row-major for the unpacked ones).
+func (b *encBuilder) outFormat(ch *gemmChoice) {
+	gp := ch.gp
+	b.plan.Formats[gp.Out.ID] = layoutFormat(ch.e.out, gp.Out, gp.N, AnyMemory)
 }
 
 // gemmFormats records the formats of a GEMM plan's weights and bias
@@ -1377,6 +1388,12 @@ func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
 	e.stages = stages
 	addCompute(&e, name, busy, calls)
 	b.commit(name, opLN2, e.stages, work, nil, nil, 0)
+	b.plan.Formats[n.ln2.ID] = layoutFormat(l, n.ln2, s.D, AnyMemory)
+	yf := &Format{Value: n.res1, Rows: s.M, Cols: s.D, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
+	for i, rs := range rows.Spans() {
+		yf.Pieces = append(yf.Pieces, Piece{Rows: rs, Cols: Span{0, s.D}, Tile: i})
+	}
+	b.plan.Formats[n.res1.ID] = yf
 	b.keep("y", opLN2, opRes2, y)
 	b.keep("ln2", opLN2, opFC1, out)
 	return l, nil

@@ -123,6 +123,30 @@ func planEncoder(t *testing.T, c graph.EncoderConfig, tiles int) *Plan {
 	if ops != p.Cycles || next != len(p.Stages) {
 		t.Errorf("operators add up to %d cycles over %d stages, the plan %d over %d", ops, next, p.Cycles, len(p.Stages))
 	}
+	// Every parameter and every value held between operators has a
+	// format, on tiles of the plan.
+	names := []string{"x", "0.layer_norm1", "0.self_attn.q_proj.add", "0.self_attn.k_proj.add", "0.self_attn.v_proj",
+		"0.self_attn.merge", "0.self_attn.out_proj.add", "0.residual1", "0.layer_norm2", "0.residual2"}
+	if p.Encoder.MLPChunks == 0 {
+		names = append(names, "0.mlp.gelu", "0.mlp.fc2.add")
+	}
+	for _, nd := range g.Nodes() {
+		if nd.Op == graph.OpParameter {
+			names = append(names, nd.Name)
+		}
+	}
+	for _, name := range names {
+		f := p.Formats[g.Node(name).ID]
+		if f == nil || len(f.Pieces) == 0 {
+			t.Errorf("%s has no format", name)
+			continue
+		}
+		for _, pc := range f.Pieces {
+			if pc.Tile < 0 || pc.Tile >= tiles {
+				t.Errorf("%s: a piece on tile %d of %d", name, pc.Tile, tiles)
+			}
+		}
+	}
 	if p.PeakBytes > res.Budget {
 		t.Errorf("peak %d bytes over the budget %d", p.PeakBytes, res.Budget)
 	}
