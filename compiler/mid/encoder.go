@@ -499,9 +499,10 @@ var weightCaps = []float64{0, 0.7, 0.5, 0.35}
 // are the whole layer's, with Plan.Encoder describing the operators'
 // splits. It returns an error naming the operator, the tile and the bytes
 // when a shape does not fit, and an *UnsupportedError for a graph it does
-// not take. Options: Tiles, CodeReserve, Conservative and PerGemm (the
-// GEMM grids costed exactly per projection, after the closed-form
-// ranking; 4 x PerGemm) are read.
+// not take. Options: Tiles, CodeReserve, Conservative, Logf and PerGemm
+// (each GEMM costs exactly the first 4 x PerGemm of its grids that fit,
+// in the order of the closed-form estimate) are read; the result has one
+// finalist (the layer is not searched with a beam).
 func SearchEncoder(g *graph.Graph, t *ipu21.Target, opt Options) (*Result, error) {
 	opt.defaults(t)
 	n, s, err := encoderGraph(g)
