@@ -76,6 +76,10 @@ type GemmPlan struct {
 	// (spreadLayout), the result beside its holders' blocks.
 	Chunks int
 	TotalM int // the real rows of all chunks (M when Chunks is 1)
+	// Base is the grid's first tile: the encoder plan (SearchEncoder) runs
+	// independent GEMMs side by side on disjoint tile ranges. Always 0 in
+	// the MLP's plans.
+	Base int
 }
 
 // Tile is the logical tile of cell (i, j, p). The column index runs
@@ -83,7 +87,7 @@ type GemmPlan struct {
 // 64-bit exchange path) are neighbouring column cells of one (i, p): both
 // need the same left block, which can then reach them as paired 64-bit
 // items, half the receive events.
-func (g *GemmPlan) Tile(i, j, p int) int { return (i*g.Inner.Count+p)*g.Cols.Count + j }
+func (g *GemmPlan) Tile(i, j, p int) int { return g.Base + (i*g.Inner.Count+p)*g.Cols.Count + j }
 
 // InputHolders are the tiles the host writes block (i, p) of a graph
 // input consumed as the left operand to: the first cell of its row of the
@@ -278,6 +282,11 @@ type Plan struct {
 	ExchangeCyc  int64 // sum of exchange stages
 	ComputeCyc   int64 // sum of compute stages
 	SearchCycles int64 // the beam's figure (equal to Cycles; kept as a cross-check)
+
+	// Encoder is set on a plan of the encoder layer (SearchEncoder): the
+	// splits of its operators that are not GEMM grids and the cycles by
+	// operator. nil on the MLP's plans.
+	Encoder *EncoderPlan
 }
 
 // Repeat is how many times the stages run per chunk: the blocks of a
@@ -389,6 +398,9 @@ func (p *Plan) Summary() string {
 		} else {
 			fmt.Fprintf(&b, "  compute  %-12s cycles=%6d calls=%d\n", s.Name, s.Cycles, len(s.Calls))
 		}
+	}
+	if p.Encoder != nil {
+		b.WriteString(p.Encoder.describe(p.Cycles))
 	}
 	return b.String()
 }
