@@ -525,7 +525,7 @@ done:
 	for _, chunks := range []bool{false, true} {
 		for _, f := range weightCaps {
 			b = &encBuilder{t: t, tiles: opt.Tiles, budget: cost.DataBudget(t, opt.CodeReserve), region1: cost.InterleavedBudget(t),
-				m: &models{t: t, memo: map[[4]int]int64{}, conservative: opt.Conservative}, memo: map[kernels.Spec]int64{},
+				m: &models{t: t, conservative: opt.Conservative}, memo: map[kernels.Spec]int64{},
 				n: n, s: s, opt: opt, persist: make([]int, opt.Tiles), r1: make([]int, opt.Tiles), active: make([]bool, opt.Tiles),
 				capShare: f, allowChunks: chunks}
 			b.plan = &Plan{Graph: g, Target: t, Tiles: opt.Tiles, Formats: make([]*Format, len(g.Nodes())), Chunks: 1, Flops: g.GemmFlops()}
@@ -605,7 +605,7 @@ func (b *encBuilder) build() error {
 	f1, _, f2, f2e, err := b.mlp(ln2)
 	if err == nil {
 		b.keep("fc2", opFC2, opRes2, f2e.held)
-		if err := b.residual2(lnRows, f2e.out, Span{0, s.M}, "0.residual2"); err != nil {
+		if err := b.residual2(lnRows, f2e.out, Span{Lo: 0, Hi: s.M}, "0.residual2"); err != nil {
 			return err
 		}
 		b.plan.Gemms = append(b.plan.Gemms, f1, f2)
@@ -645,7 +645,7 @@ func rowsLayout(l *layout, chunk Span) *layout {
 		if x.Len() <= 0 {
 			continue
 		}
-		out.rows = append(out.rows, Span{x.Lo - chunk.Lo, x.Hi - chunk.Lo})
+		out.rows = append(out.rows, Span{Lo: x.Lo - chunk.Lo, Hi: x.Hi - chunk.Lo})
 		out.tile = append(out.tile, l.tile[ri*len(l.cols):(ri+1)*len(l.cols)]...)
 	}
 	return out
@@ -656,7 +656,7 @@ func shiftLayout(l *layout, d int) *layout {
 	out := *l
 	out.rows = make([]Span, len(l.rows))
 	for i, r := range l.rows {
-		out.rows[i] = Span{r.Lo + d, r.Hi + d}
+		out.rows[i] = Span{Lo: r.Lo + d, Hi: r.Hi + d}
 	}
 	return &out
 }
@@ -666,7 +666,7 @@ func shiftLayout(l *layout, d int) *layout {
 func shiftRows(stages []Stage, vals map[*graph.Node]bool, d int) {
 	move := func(r *Ref) {
 		if vals[r.Value] {
-			r.Rows = Span{r.Rows.Lo + d, r.Rows.Hi + d}
+			r.Rows = Span{Lo: r.Rows.Lo + d, Hi: r.Rows.Hi + d}
 		}
 	}
 	for i := range stages {
@@ -1206,11 +1206,11 @@ func (b *encBuilder) gemmFormats(gp *GemmPlan) {
 
 // lnCalls are the layer_norm_f16 calls of r rows (rows per call within
 // the kernel's limits: 256 rows, 32768 values).
-func (b *encBuilder) lnCalls(r, residual int) []LayerNorm {
+func (b *encBuilder) lnCalls(r int, residual bool) []kernels.LayerNorm {
 	per := min(256, 32768/b.s.D)
-	var out []LayerNorm
+	var out []kernels.LayerNorm
 	for lo := 0; lo < r; lo += per {
-		out = append(out, LayerNorm{Rows: min(per, r-lo), Width: b.s.D, Residual: residual})
+		out = append(out, kernels.LayerNorm{Rows: min(per, r-lo), Width: b.s.D, Residual: residual})
 	}
 	return out
 }
@@ -1222,7 +1222,7 @@ func (b *encBuilder) lnParams(rows Tiling, ps ...*graph.Node) []int {
 	for _, p := range ps {
 		f := &Format{Value: p, Rows: 1, Cols: b.s.D, RealCol: b.s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
 		for i := 0; i < rows.Count; i++ {
-			f.Pieces = append(f.Pieces, Piece{Rows: Span{0, 1}, Cols: Span{0, b.s.D}, Tile: i})
+			f.Pieces = append(f.Pieces, Piece{Rows: Span{Lo: 0, Hi: 1}, Cols: Span{Lo: 0, Hi: b.s.D}, Tile: i})
 			w[i] += cost.Align(2*b.s.D, 32)
 		}
 		b.plan.Formats[p.ID] = f
@@ -1240,13 +1240,13 @@ func (b *encBuilder) packRows(name string, t int, rs Span, v *graph.Node, busy [
 	if rs.Len() == 1 && s.D == s.Dp {
 		return nil
 	}
-	pk := PackLeft{R: rs.Len(), K: s.D}
+	pk := kernels.PackLeft{R: rs.Len(), K: s.D}
 	cyc, err := b.call(pk)
 	if err != nil {
 		return fmt.Errorf("mid: encoder: %s: %w", name, err)
 	}
 	busy[t] += cyc
-	*calls = append(*calls, Call{Tile: t, Spec: pk, Cycles: cyc, Reads: []Ref{{v, -1, rs, Span{0, s.D}}}, Writes: []Ref{{v, -1, rs, Span{0, s.Dp}}}})
+	*calls = append(*calls, Call{Tile: t, Spec: pk, Cycles: cyc, Reads: []Ref{{v, -1, rs, Span{Lo: 0, Hi: s.D}}}, Writes: []Ref{{v, -1, rs, Span{Lo: 0, Hi: s.Dp}}}})
 	return nil
 }
 
@@ -1260,24 +1260,24 @@ func (b *encBuilder) layerNorm1(rows Tiling) (*layout, error) {
 	xb, work, out := make([]int, b.tiles), make([]int, b.tiles), make([]int, b.tiles)
 	busy := make([]int64, b.tiles)
 	var calls []Call
-	l := &layout{value: n.ln1, cols: []Span{{0, s.Dp}}, order: AMPLeft}
+	l := &layout{value: n.ln1, cols: []Span{{Lo: 0, Hi: s.Dp}}, order: AMPLeft}
 	for i, rs := range rows.Spans() {
-		xf.Pieces = append(xf.Pieces, Piece{Rows: rs, Cols: Span{0, s.D}, Tile: i})
+		xf.Pieces = append(xf.Pieces, Piece{Rows: rs, Cols: Span{Lo: 0, Hi: s.D}, Tile: i})
 		r := rs.Len()
 		xb[i] = cost.Align(2*r*s.D, 32)
 		work[i] = cost.Align(2*r*s.D, 32) + cost.Align(8*r, 32) + cost.Align(2*r*s.Dp, 32) // ln1 row-major, stats, the panel
 		out[i] = cost.Align(2*r*s.Dp, 32)
 		lo := rs.Lo
-		for _, c := range b.lnCalls(r, 0) {
-			sub := Span{lo, lo + c.Rows}
+		for _, c := range b.lnCalls(r, false) {
+			sub := Span{Lo: lo, Hi: lo + c.Rows}
 			cyc, err := b.call(c)
 			if err != nil {
 				return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
 			}
 			busy[i] += cyc
 			calls = append(calls, Call{Tile: i, Spec: c, Cycles: cyc,
-				Reads:  []Ref{{n.x, -1, sub, Span{0, s.D}}, {n.ln1w, -1, Span{0, 1}, Span{0, s.D}}, {n.ln1b, -1, Span{0, 1}, Span{0, s.D}}},
-				Writes: []Ref{{n.ln1, -1, sub, Span{0, s.D}}}})
+				Reads:  []Ref{{n.x, -1, sub, Span{Lo: 0, Hi: s.D}}, {n.ln1w, -1, Span{Lo: 0, Hi: 1}, Span{Lo: 0, Hi: s.D}}, {n.ln1b, -1, Span{Lo: 0, Hi: 1}, Span{Lo: 0, Hi: s.D}}},
+				Writes: []Ref{{n.ln1, -1, sub, Span{Lo: 0, Hi: s.D}}}})
 			lo += c.Rows
 		}
 		if err := b.packRows(name, i, rs, n.ln1, busy, &calls); err != nil {
@@ -1323,7 +1323,7 @@ func (b *encBuilder) gatherRows(name string, src *layout, rows Tiling, chunk Spa
 			ntile = append(ntile, i)
 		}
 	}
-	nd := &need{rows: nrows, cols: []Span{{0, b.s.D}}, tiles: func(ri, _ int) []int { return []int{ntile[ri]} }}
+	nd := &need{rows: nrows, cols: []Span{{Lo: 0, Hi: b.s.D}}, tiles: func(ri, _ int) []int { return []int{ntile[ri]} }}
 	exchange(src, nd, 2, send, recv, func(t Transfer) { tr = append(tr, t) }, func(t int, rs, cs Span) {
 		c := kernels.Copy{N: 2 * cs.Len()}
 		cyc, cerr := b.call(c)
@@ -1333,7 +1333,7 @@ func (b *encBuilder) gatherRows(name string, src *layout, rows Tiling, chunk Spa
 		}
 		for r := rs.Lo; r < rs.Hi; r++ {
 			busy[t] += cyc
-			calls = append(calls, Call{Tile: t, Spec: c, Cycles: cyc, Reads: []Ref{{src.value, -1, Span{r, r + 1}, cs}}})
+			calls = append(calls, Call{Tile: t, Spec: c, Cycles: cyc, Reads: []Ref{{src.value, -1, Span{Lo: r, Hi: r + 1}, cs}}})
 		}
 	})
 	if err != nil {
@@ -1350,12 +1350,12 @@ func (b *encBuilder) gatherRows(name string, src *layout, rows Tiling, chunk Spa
 func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
 	s, n := b.s, b.n
 	const name = "0.layer_norm2"
-	stages, calls, busy, err := b.gatherRows(name, src, rows, Span{0, s.M})
+	stages, calls, busy, err := b.gatherRows(name, src, rows, Span{Lo: 0, Hi: s.M})
 	if err != nil {
 		return nil, err
 	}
 	work, y, out := make([]int, b.tiles), make([]int, b.tiles), make([]int, b.tiles)
-	l := &layout{value: n.ln2, cols: []Span{{0, s.Dp}}, order: AMPLeft}
+	l := &layout{value: n.ln2, cols: []Span{{Lo: 0, Hi: s.Dp}}, order: AMPLeft}
 	for i, rs := range rows.Spans() {
 		r := rs.Len()
 		// The gathered rows, ln2 row-major, the statistics, y and the panel.
@@ -1363,17 +1363,17 @@ func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
 		y[i] = cost.Align(2*r*s.D, 32)
 		out[i] = cost.Align(2*r*s.Dp, 32)
 		lo := rs.Lo
-		for _, c := range b.lnCalls(r, 1) {
-			sub := Span{lo, lo + c.Rows}
+		for _, c := range b.lnCalls(r, true) {
+			sub := Span{Lo: lo, Hi: lo + c.Rows}
 			cyc, err := b.call(c)
 			if err != nil {
 				return nil, fmt.Errorf("mid: encoder: %s: %w", name, err)
 			}
 			busy[i] += cyc
 			calls = append(calls, Call{Tile: i, Spec: c, Cycles: cyc,
-				Reads: []Ref{{n.x, -1, sub, Span{0, s.D}}, {n.oAdd, -1, sub, Span{0, s.D}},
-					{n.ln2w, -1, Span{0, 1}, Span{0, s.D}}, {n.ln2b, -1, Span{0, 1}, Span{0, s.D}}},
-				Writes: []Ref{{n.res1, -1, sub, Span{0, s.D}}, {n.ln2, -1, sub, Span{0, s.D}}}})
+				Reads: []Ref{{n.x, -1, sub, Span{Lo: 0, Hi: s.D}}, {n.oAdd, -1, sub, Span{Lo: 0, Hi: s.D}},
+					{n.ln2w, -1, Span{Lo: 0, Hi: 1}, Span{Lo: 0, Hi: s.D}}, {n.ln2b, -1, Span{Lo: 0, Hi: 1}, Span{Lo: 0, Hi: s.D}}},
+				Writes: []Ref{{n.res1, -1, sub, Span{Lo: 0, Hi: s.D}}, {n.ln2, -1, sub, Span{Lo: 0, Hi: s.D}}}})
 			lo += c.Rows
 		}
 		if err := b.packRows(name, i, rs, n.ln2, busy, &calls); err != nil {
@@ -1392,7 +1392,7 @@ func (b *encBuilder) layerNorm2(rows Tiling, src *layout) (*layout, error) {
 	b.plan.Formats[n.ln2.ID] = layoutFormat(l, n.ln2, s.D, AnyMemory)
 	yf := &Format{Value: n.res1, Rows: s.M, Cols: s.D, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
 	for i, rs := range rows.Spans() {
-		yf.Pieces = append(yf.Pieces, Piece{Rows: rs, Cols: Span{0, s.D}, Tile: i})
+		yf.Pieces = append(yf.Pieces, Piece{Rows: rs, Cols: Span{Lo: 0, Hi: s.D}, Tile: i})
 	}
 	b.plan.Formats[n.res1.ID] = yf
 	b.keep("y", opLN2, opRes2, y)
@@ -1427,17 +1427,17 @@ func (b *encBuilder) residual2(rows Tiling, src *layout, chunk Span, opName stri
 		}
 		work[i] = 2 * cost.Align(2*r*s.D, 32) // the gathered rows and the sum
 		for lo := rs.Lo; lo < rs.Hi; lo += per {
-			sub := Span{lo, min(lo+per, rs.Hi)}
-			c := Add{N: sub.Len() * s.D}
+			sub := Span{Lo: lo, Hi: min(lo+per, rs.Hi)}
+			c := kernels.Add{N: sub.Len() * s.D}
 			cyc, err := b.call(c)
 			if err != nil {
 				return fmt.Errorf("mid: encoder: %s: %w", name, err)
 			}
 			busy[i] += cyc
 			calls = append(calls, Call{Tile: i, Spec: c, Cycles: cyc,
-				Reads: []Ref{{n.res1, -1, sub, Span{0, s.D}}, {n.fc2Add, -1, sub, Span{0, s.D}}}, Writes: []Ref{{n.res2, -1, sub, Span{0, s.D}}}})
+				Reads: []Ref{{n.res1, -1, sub, Span{Lo: 0, Hi: s.D}}, {n.fc2Add, -1, sub, Span{Lo: 0, Hi: s.D}}}, Writes: []Ref{{n.res2, -1, sub, Span{Lo: 0, Hi: s.D}}}})
 		}
-		of.Pieces = append(of.Pieces, Piece{Rows: rs, Cols: Span{0, s.D}, Tile: i})
+		of.Pieces = append(of.Pieces, Piece{Rows: rs, Cols: Span{Lo: 0, Hi: s.D}, Tile: i})
 	}
 	if err := b.fits(name, opRes2, work, nil, nil, nil); err != nil {
 		return err

@@ -37,7 +37,7 @@ func (v VTGrid) Slice(i, q int) Span {
 	groups := r.Len() / 16
 	per := (groups + v.Inner.Count - 1) / v.Inner.Count
 	lo := min(r.Lo+16*q*per, r.Hi)
-	return Span{lo, min(lo+16*per, r.Hi)}
+	return Span{Lo: lo, Hi: min(lo+16*per, r.Hi)}
 }
 
 // vtRows are the token rows of ln1 (batch rows bi*T + t) that v^T's
@@ -48,7 +48,7 @@ func (b *encBuilder) vtRows(c Span) []Span {
 	for bi := c.Lo / s.Tp; bi*s.Tp < c.Hi; bi++ {
 		lo, hi := max(c.Lo, bi*s.Tp)-bi*s.Tp, min(c.Hi, bi*s.Tp+s.T)-bi*s.Tp
 		if hi > lo {
-			out = append(out, Span{bi*s.T + lo, bi*s.T + hi})
+			out = append(out, Span{Lo: bi*s.T + lo, Hi: bi*s.T + hi})
 		}
 	}
 	return out
@@ -99,7 +99,7 @@ func (b *encBuilder) evalVT(v VTGrid, src *layout, detail bool) (*vtEval, error)
 	}
 	exchange(src, nd, 2, send, recv, emit, func(t int, rs, cols Span) {
 		for c := cols.Lo; c < cols.Hi; c += 16 {
-			cs.add(0, t, kernels.Copy{N: rs.Len() * 32}, []Ref{{n.ln1, -1, rs, Span{c, c + 16}}}, nil)
+			cs.add(0, t, kernels.Copy{N: rs.Len() * 32}, []Ref{{n.ln1, -1, rs, Span{Lo: c, Hi: c + 16}}}, nil)
 		}
 	})
 	var oe opEval
@@ -416,10 +416,10 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 		vw = s.HD
 	}
 	e := &attnEval{work: make([]int, T), r1work: make([]int, T), held: make([]int, T), weights: make([]int, T)}
-	head := func(h int) Span { return Span{h * s.HP, (h + 1) * s.HP} }
+	head := func(h int) Span { return Span{Lo: h * s.HP, Hi: (h + 1) * s.HP} }
 	qrows := func(bi, qb int) Span {
 		q := a.Queries.Span(qb)
-		return Span{bi*s.T + q.Lo, bi*s.T + q.Hi}
+		return Span{Lo: bi*s.T + q.Lo, Hi: bi*s.T + q.Hi}
 	}
 
 	// The input phase: q's rows of the block and head, k's and v's rows
@@ -438,8 +438,8 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 		}
 		for sp := 0; sp < S; sp++ {
 			r := a.Splits.Span(sp)
-			kn.rows = append(kn.rows, Span{bi*s.T + r.Lo, bi*s.T + min(r.Hi, s.T)})
-			vn.rows = append(vn.rows, Span{bi*s.Tp + r.Lo, bi*s.Tp + r.Hi})
+			kn.rows = append(kn.rows, Span{Lo: bi*s.T + r.Lo, Hi: bi*s.T + min(r.Hi, s.T)})
+			vn.rows = append(vn.rows, Span{Lo: bi*s.Tp + r.Lo, Hi: bi*s.Tp + r.Hi})
 		}
 	}
 	for h := 0; h < a.Heads; h++ {
@@ -474,7 +474,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 	// AMP right block of k^T); v per 512-byte block.
 	exchange(ql, &qn, 2, send, recv, emit, func(t int, rs, cs Span) {
 		for c := cs.Lo; c < cs.Hi; c += 16 {
-			sc.add(0, t, kernels.Copy{N: 32 * rs.Len()}, []Ref{{n.qAdd, -1, rs, Span{c, c + 16}}}, nil)
+			sc.add(0, t, kernels.Copy{N: 32 * rs.Len()}, []Ref{{n.qAdd, -1, rs, Span{Lo: c, Hi: c + 16}}}, nil)
 		}
 	})
 	exchange(kl, &kn, 2, send, recv, emit, func(t int, rs, cs Span) {
@@ -482,7 +482,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 		for c := cs.Lo; c < cs.Hi; c += 16 {
 			for lo := rs.Lo; lo < rs.Hi; {
 				hi := min(rs.Hi, bi*s.T+((lo-bi*s.T)/16+1)*16)
-				sc.add(0, t, kernels.Copy{N: 32 * (hi - lo)}, []Ref{{n.kAdd, -1, Span{lo, hi}, Span{c, c + 16}}}, nil)
+				sc.add(0, t, kernels.Copy{N: 32 * (hi - lo)}, []Ref{{n.kAdd, -1, Span{Lo: lo, Hi: hi}, Span{Lo: c, Hi: c + 16}}}, nil)
 				lo = hi
 			}
 		}
@@ -490,7 +490,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 	exchange(vl, &vn, 2, send, recv, emit, func(t int, rs, cs Span) {
 		for c := cs.Lo; c < cs.Hi; c += 16 {
 			for lo := rs.Lo; lo < rs.Hi; lo += 16 {
-				sc.add(0, t, kernels.Copy{N: 512}, []Ref{{n.v, -1, Span{lo, min(lo+16, rs.Hi)}, Span{c, c + 16}}}, nil)
+				sc.add(0, t, kernels.Copy{N: 512}, []Ref{{n.v, -1, Span{Lo: lo, Hi: min(lo+16, rs.Hi)}, Span{Lo: c, Hi: c + 16}}}, nil)
 			}
 		}
 	})
@@ -518,7 +518,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 			if S > 1 {
 				msl = nil
 				for _, sl := range NewTiling(rq, S, 1).Spans() {
-					msl = append(msl, Span{qr.Lo + sl.Lo, qr.Lo + sl.Hi})
+					msl = append(msl, Span{Lo: qr.Lo + sl.Lo, Hi: qr.Lo + sl.Hi})
 				}
 			}
 			e.out.rows = append(e.out.rows, msl...)
@@ -529,7 +529,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 			}
 			for h := 0; h < a.Heads; h++ {
 				hc := head(h)
-				hv := Span{hc.Lo, hc.Lo + vw}
+				hv := Span{Lo: hc.Lo, Hi: hc.Lo + vw}
 				for sp := 0; sp < S; sp++ {
 					t := a.Tile(bi, h, qb, sp)
 					kr := a.Splits.Span(sp)
@@ -539,32 +539,43 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 						kbMax = max(kbMax, kb.Len())
 						part := sp + j // the flash partial: split s's one block, or block j of the one split
 						valid := min(kb.Hi, s.T) - kb.Lo
-						scCols := Span{h*s.Tp + kb.Lo, h*s.Tp + kb.Hi}
+						scCols := Span{Lo: h*s.Tp + kb.Lo, Hi: h*s.Tp + kb.Hi}
 						st := 3 * j
 						sc.add(st, t, kernels.Gemm{K: s.HP, C: kb.Len(), R: rq, Conservative: b.opt.Conservative},
-							[]Ref{{n.qAdd, -1, qr, hc}, {n.kAdd, -1, Span{bi*s.T + kb.Lo, bi*s.T + min(kb.Hi, s.T)}, hc}},
+							[]Ref{{n.qAdd, -1, qr, hc}, {n.kAdd, -1, Span{Lo: bi*s.T + kb.Lo, Hi: bi*s.T + min(kb.Hi, s.T)}, hc}},
 							[]Ref{{n.scores, -1, qr, scCols}})
-						sc.add(st+1, t, kernels.UnpackOut{R: rq, C: kb.Len()}, []Ref{{n.scores, -1, qr, scCols}}, []Ref{{n.scores, -1, qr, scCols}})
-						per := min(256, 65536/kb.Len())
-						stats := 0
-						if a.Flash {
-							stats = 1
-						}
-						for lo := qr.Lo; lo < qr.Hi; lo += per {
-							sub := Span{lo, min(lo+per, qr.Hi)}
-							w := []Ref{{n.softmax, -1, sub, scCols}}
+						stats := a.Flash
+						if sm := (kernels.Softmax{Rows: rq, Keys: kb.Len(), Valid: valid, DK: s.HD, Stats: stats, Panels: true}); kernels.Check(sm) == nil {
+							// The scores' AMP output panels are the
+							// probabilities' AMP left panels: one call on
+							// the panels, no re-layout on either side.
+							w := []Ref{{n.softmax, -1, qr, scCols}}
 							if a.Flash {
-								w = append(w, Ref{n.softmax, part, sub, Span{h, h + 1}})
+								w = append(w, Ref{n.softmax, part, qr, Span{Lo: h, Hi: h + 1}})
 							}
-							sc.add(st+1, t, Softmax{Rows: sub.Len(), Keys: kb.Len(), Valid: valid, DK: s.HD, Stats: stats}, []Ref{{n.scores, -1, sub, scCols}}, w)
+							sc.add(st+1, t, sm, []Ref{{n.scores, -1, qr, scCols}}, w)
+						} else {
+							// Too many rows for one call (a panel's rows are
+							// the whole block's): row-major rows in calls
+							// within the kernel's limits, packed back.
+							sc.add(st+1, t, kernels.UnpackOut{R: rq, C: kb.Len()}, []Ref{{n.scores, -1, qr, scCols}}, []Ref{{n.scores, -1, qr, scCols}})
+							per := min(256, 65536/kb.Len())
+							for lo := qr.Lo; lo < qr.Hi; lo += per {
+								sub := Span{Lo: lo, Hi: min(lo+per, qr.Hi)}
+								w := []Ref{{n.softmax, -1, sub, scCols}}
+								if a.Flash {
+									w = append(w, Ref{n.softmax, part, sub, Span{Lo: h, Hi: h + 1}})
+								}
+								sc.add(st+1, t, kernels.Softmax{Rows: sub.Len(), Keys: kb.Len(), Valid: valid, DK: s.HD, Stats: stats}, []Ref{{n.scores, -1, sub, scCols}}, w)
+							}
+							sc.add(st+1, t, kernels.PackLeft{R: rq, K: kb.Len()}, []Ref{{n.softmax, -1, qr, scCols}}, []Ref{{n.softmax, -1, qr, scCols}})
 						}
-						sc.add(st+1, t, PackLeft{R: rq, K: kb.Len()}, []Ref{{n.softmax, -1, qr, scCols}}, []Ref{{n.softmax, -1, qr, scCols}})
 						ctxPart := -1
 						if a.Flash {
 							ctxPart = part
 						}
 						sc.add(st+2, t, kernels.Gemm{K: kb.Len(), C: s.HP, R: rq, Conservative: b.opt.Conservative},
-							[]Ref{{n.softmax, -1, qr, scCols}, {n.v, -1, Span{bi*s.Tp + kb.Lo, bi*s.Tp + kb.Hi}, hc}},
+							[]Ref{{n.softmax, -1, qr, scCols}, {n.v, -1, Span{Lo: bi*s.Tp + kb.Lo, Hi: bi*s.Tp + kb.Hi}, hc}},
 							[]Ref{{n.context, ctxPart, qr, hc}})
 						if !a.Flash {
 							continue
@@ -572,18 +583,18 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 						sc.add(st+2, t, kernels.UnpackOut{R: rq, C: vw}, []Ref{{n.context, part, qr, hc}}, []Ref{{n.context, part, qr, hv}})
 						if S == 1 {
 							// The one split's blocks merge into the state as they come.
-							mode := 1
-							reads := []Ref{{n.context, part, qr, hv}, {n.softmax, part, qr, Span{h, h + 1}}}
+							mode := kernels.MergeUpdate
+							reads := []Ref{{n.context, part, qr, hv}, {n.softmax, part, qr, Span{Lo: h, Hi: h + 1}}}
 							switch {
 							case j == 0:
-								mode = 0
+								mode = kernels.MergeInitial
 							case j == len(blocks)-1:
-								mode = 2
+								mode = kernels.MergeFinal
 							}
-							if mode != 0 {
+							if mode != kernels.MergeInitial {
 								reads = append(reads, Ref{n.context, -1, qr, hv})
 							}
-							sc.add(st+2, t, AttentionMerge{Rows: rq, Values: vw, Mode: mode}, reads, []Ref{{n.context, -1, qr, hv}})
+							sc.add(st+2, t, kernels.AttentionMerge{Rows: rq, Values: vw, Mode: mode}, reads, []Ref{{n.context, -1, qr, hv}})
 						}
 					}
 					// Working set: q, the k^T and v panels (region 1), the
@@ -611,7 +622,7 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 							if detail {
 								mergeTr = append(mergeTr,
 									Transfer{Ref: Ref{n.context, sp, sl, hv}, Order: RowMajor, From: t, To: []int{to}, Bytes: 2 * sl.Len() * vw},
-									Transfer{Ref: Ref{n.softmax, sp, sl, Span{h, h + 1}}, Order: RowMajor, From: t, To: []int{to}, Bytes: 8 * sl.Len()})
+									Transfer{Ref: Ref{n.softmax, sp, sl, Span{Lo: h, Hi: h + 1}}, Order: RowMajor, From: t, To: []int{to}, Bytes: 8 * sl.Len()})
 							}
 						}
 					}
@@ -624,25 +635,25 @@ func (b *encBuilder) evalAttention(a *AttentionPlan, ql, kl, vl *layout, detail 
 					r := sl.Len()
 					if S > 1 {
 						for sp := 0; sp < S; sp++ {
-							mode := 1
-							reads := []Ref{{n.context, sp, sl, hv}, {n.softmax, sp, sl, Span{h, h + 1}}}
+							mode := kernels.MergeUpdate
+							reads := []Ref{{n.context, sp, sl, hv}, {n.softmax, sp, sl, Span{Lo: h, Hi: h + 1}}}
 							switch {
 							case sp == 0:
-								mode = 0
+								mode = kernels.MergeInitial
 							case sp == S-1:
-								mode = 2
+								mode = kernels.MergeFinal
 							}
-							if mode != 0 {
+							if mode != kernels.MergeInitial {
 								reads = append(reads, Ref{n.context, -1, sl, hv})
 							}
-							sc.add(final, t, AttentionMerge{Rows: r, Values: vw, Mode: mode}, reads, []Ref{{n.context, -1, sl, hv}})
+							sc.add(final, t, kernels.AttentionMerge{Rows: r, Values: vw, Mode: mode}, reads, []Ref{{n.context, -1, sl, hv}})
 						}
 					}
 					if a.Flash {
-						sc.add(final, t, PackLeft{R: r, K: vw}, []Ref{{n.context, -1, sl, hv}}, []Ref{{n.context, -1, sl, hc}})
+						sc.add(final, t, kernels.PackLeft{R: r, K: vw}, []Ref{{n.context, -1, sl, hv}}, []Ref{{n.context, -1, sl, hc}})
 					}
 					sc.add(final, t, kernels.AddBias{Rows: r * s.HP / 16, R: r},
-						[]Ref{{n.context, -1, sl, hc}, {n.vB, -1, Span{0, 1}, hc}}, []Ref{{n.merge, -1, sl, hc}})
+						[]Ref{{n.context, -1, sl, hc}, {n.vB, -1, Span{Lo: 0, Hi: 1}, hc}}, []Ref{{n.merge, -1, sl, hc}})
 					e.held[t] = A(2 * r * s.HP)
 					e.weights[t] += A(2 * s.HP)
 					e.work[t] += e.held[t]
@@ -790,7 +801,7 @@ func (b *encBuilder) attention(ql, kl, vl *layout) (*layout, []int, error) {
 	bf := &Format{Value: n.vB, Rows: 1, Cols: s.H * s.HP, RealCol: s.D, Storage: graph.F16, Acc: graph.F16, Order: RowMajor, Mem: AnyMemory}
 	for ri := range e.out.rows {
 		for ci, c := range e.out.cols {
-			bf.Pieces = append(bf.Pieces, Piece{Rows: Span{0, 1}, Cols: c, Tile: e.out.tile[ri*len(e.out.cols)+ci]})
+			bf.Pieces = append(bf.Pieces, Piece{Rows: Span{Lo: 0, Hi: 1}, Cols: c, Tile: e.out.tile[ri*len(e.out.cols)+ci]})
 		}
 	}
 	b.plan.Formats[n.vB.ID] = bf

@@ -298,7 +298,7 @@ func TestSideBySide(t *testing.T) {
 	}
 	phase := func(from, to, bytes int) Stage {
 		return Stage{Kind: ExchangeStage, Name: "a.in", MaxSend: bytes, MaxRecv: bytes, Cycles: cost.Phase(tg, bytes, bytes),
-			Transfers: []Transfer{{Ref: Ref{x, -1, Span{0, 1}, Span{0, 16}}, From: from, To: []int{to}, Bytes: bytes}}}
+			Transfers: []Transfer{{Ref: Ref{x, -1, Span{Lo: 0, Hi: 1}, Span{Lo: 0, Hi: 16}}, From: from, To: []int{to}, Bytes: bytes}}}
 	}
 	compute := func(c Call) Stage {
 		return Stage{Kind: ComputeStage, Name: "a.gemm", Calls: []Call{c}, Cycles: c.Cycles}
