@@ -121,11 +121,16 @@ func TestBuildRunBadFlags(t *testing.T) {
 		{[]string{"build", "--target", "ipu9", "-o", out}, "unknown target"},
 		{[]string{"build", "--workload", "encoder", "--heads", "7", "-o", out}, "--heads 7 does not divide --dim 1152"},
 		{[]string{"build", "--workload", "siglip-encoder-layer", "--layers", "0", "-o", out}, "--layers must be positive"},
-		// The encoder layer is graphed but not planned: the build says
-		// which operation the planner does not take yet.
+		// The encoder layer is planned but not lowered: the build says
+		// what it planned, or what does not fit where.
 		{[]string{"build", "--workload", "encoder", "--tokens", "50", "--dim", "64", "--heads", "4", "--hidden", "96", "-o", out},
-			`siglip-encoder-layer-f16-b1-t50-d64-a4-h96-l1 on 1472 tiles: not supported yet (the planner, compiler/mid, takes a chain of GEMMs`},
-		{[]string{"build", "--workload", "encoder", "-o", out}, `layernorm "0.layer_norm1": operation not supported by the planner yet`},
+			`siglip-encoder-layer-f16-b1-t50-d64-a4-h96-l1 on 1472 tiles: planned (`},
+		{[]string{"build", "--workload", "encoder", "--tokens", "50", "--dim", "64", "--heads", "4", "--hidden", "96", "-o", out},
+			`but the lowering of the encoder layer to tile programs is not built yet`},
+		{[]string{"build", "--workload", "encoder", "--tiles", "16", "-o", out},
+			`on 16 tiles: does not fit: mid: encoder: 0.self_attn.q_proj (729x1152x1280) does not fit: on 16 tiles its smallest grid needs`},
+		{[]string{"build", "--workload", "encoder", "--layers", "2", "--tokens", "50", "--dim", "64", "--heads", "4", "--hidden", "96", "-o", out},
+			`not supported yet: mid: encoder: only one layer is planned`},
 		{[]string{"run", "--workload", "gemm", "--n", "-1"}, "--n must be positive"},
 		{[]string{"run", "--tiles", "5000"}, "--tiles must be 1..1472"},
 		{[]string{"run", filepath.Join(t.TempDir(), "missing.ipuexe")}, "no such file"},

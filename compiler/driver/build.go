@@ -199,6 +199,33 @@ func candidatePlans(r Recipe, n int, log *slog.Logger, verify bool) (*graph.Grap
 	return g, plans, nil
 }
 
+// encoderPlanned plans the encoder layer (mid.SearchEncoder), logs the
+// plan (a "mid encoder plan" line and one "mid encoder operator" line per
+// operator) and returns why it goes no further: its lowering to tile
+// programs is not built yet (issue 14), or why it does not plan.
+func encoderPlanned(g *graph.Graph, opts low.Options, log *slog.Logger) error {
+	res, err := mid.SearchEncoder(g, ipu21.IPU21(), mid.Options{Tiles: opts.Tiles, Conservative: opts.Conservative})
+	if err != nil {
+		if _, ok := errors.AsType[*mid.UnsupportedError](err); ok {
+			return fmt.Errorf("not supported yet: %w", err)
+		}
+		return fmt.Errorf("does not fit: %w", err)
+	}
+	mp := res.Finalists[0]
+	e := mp.Encoder
+	attention := "materialized"
+	if e.Attention != nil && e.Attention.Flash {
+		attention = "flash"
+	}
+	log.Info("mid encoder plan", "predicted_cycles", mp.Cycles, "efficiency_percent", fmt.Sprintf("%.2f", 100*mp.Efficiency()),
+		"attention", attention, "projections", e.Projections, "mlp_row_chunks", e.MLPChunks, "peak_bytes", mp.PeakBytes)
+	for _, op := range e.Ops {
+		log.Info("mid encoder operator", "op", op.Name, "cycles", op.Cycles, "stages", op.Count)
+	}
+	return fmt.Errorf("planned (%d cycles predicted, %.2f %% of peak, %s attention), but the lowering of the encoder layer to tile programs is not built yet",
+		mp.Cycles, 100*mp.Efficiency(), attention)
+}
+
 // midPlans runs the compiler/mid planner and lowers its finalists. It
 // fails when the planner does not take the graph (mid.Search checks it is
 // a chain of GEMMs with fused biases and GELUs), finds no plan that fits,
@@ -214,6 +241,9 @@ func midPlans(g *graph.Graph, p *low.Problem, opts low.Options, n int, log *slog
 	maxPhases := 0
 	if opts.MaxPhases > 0 {
 		maxPhases = opts.MaxPhases - 1
+	}
+	if mid.IsEncoderLayer(g) {
+		return nil, encoderPlanned(g, opts, log)
 	}
 	res, err := mid.Search(g, ipu21.IPU21(), mid.Options{Tiles: opts.Tiles, Finalists: n, Conservative: opts.Conservative, MaxPhases: maxPhases})
 	if err != nil {
