@@ -158,7 +158,9 @@ func phaseWindows(s *exchange.Schedule, pl *low.Plan, horizon uint64) []ipuexe.P
 type stepProv struct{ op, value, reason string }
 
 // provenance names the graph operation, value and reason of each step of
-// a tile (the provenance the lowering gives every op: tile.Op.Node, Why).
+// a tile (the provenance the lowering gives every op: tile.Op.Node, Why;
+// in a looped plan's body, the node of the step's own block,
+// low.Plan.BlockNode).
 func provenance(pl *low.Plan, steps []emit.TimedStep) []stepProv {
 	out := make([]stepProv, len(steps))
 	for k, st := range steps {
@@ -171,9 +173,11 @@ func provenance(pl *low.Plan, steps []emit.TimedStep) []stepProv {
 			if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
 				name = pl.Exchanges[op.Phase].Name
 			}
-			out[k] = stepProv{op.Node, op.Node, "exchange phase " + name + ": " + op.Why}
+			node := pl.BlockNode(op.Node, st.Iter)
+			out[k] = stepProv{node, node, "exchange phase " + name + ": " + op.Why}
 		default:
-			out[k] = stepProv{op.Node, op.Node, op.Why}
+			node := pl.BlockNode(op.Node, st.Iter)
+			out[k] = stepProv{node, node, op.Why}
 		}
 	}
 	return out

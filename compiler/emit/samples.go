@@ -43,6 +43,9 @@ type TimedStep struct {
 	Kernel string // kernel of a compute step
 	Phase  int    // exchange phase of a sync or exchange step; -1 otherwise
 	Op     *tile.Op
+	// Iter is the step's iteration of each enclosing loop, by loop depth
+	// (tile.Op.Depth; zero outside loops and for a loop sampled whole).
+	Iter [tile.MaxLoopDepth]int
 }
 
 // TimedSteps lists the sampled steps of a tile's "run" call in execution
@@ -114,32 +117,45 @@ func timedSpan(run []tile.Op) (body []tile.Op, end *tile.Op, ok bool) {
 
 func timedSteps(pl *tile.Program, t *tile.TileProgram, ring bool) []TimedStep {
 	var out []TimedStep
+	var iter [tile.MaxLoopDepth]int
 	var visit func(ops []tile.Op)
+	add := func(steps ...TimedStep) {
+		for _, st := range steps {
+			st.Iter = iter
+			out = append(out, st)
+		}
+	}
 	visit = func(ops []tile.Op) {
 		for i := range ops {
 			op := &ops[i]
 			switch op.Kind {
 			case tile.OpKernel:
-				out = append(out, TimedStep{Name: op.Kernel, Kind: "compute", Kernel: op.Kernel, Phase: -1, Op: op})
+				add(TimedStep{Name: op.Kernel, Kind: "compute", Kernel: op.Kernel, Phase: -1, Op: op})
 			case tile.OpHostCopy:
-				out = append(out, TimedStep{Name: "host copy", Kind: "host", Kernel: kernels.CopyF16, Phase: -1, Op: op})
+				add(TimedStep{Name: "host copy", Kind: "host", Kernel: kernels.CopyF16, Phase: -1, Op: op})
 			case tile.OpHostSync:
-				out = append(out, TimedStep{Name: "host sync", Kind: "host", Phase: -1, Op: op})
+				add(TimedStep{Name: "host sync", Kind: "host", Phase: -1, Op: op})
 			case tile.OpExchange:
 				name := fmt.Sprint(op.Phase)
 				if op.Phase >= 0 && op.Phase < len(pl.Exchanges) {
 					name = pl.Exchanges[op.Phase].Name
 				}
-				out = append(out,
+				add(
 					TimedStep{Name: "sync " + name, Kind: "sync", Phase: op.Phase, Op: op},
 					TimedStep{Name: "exchange " + name, Kind: "exchange", Phase: op.Phase, Op: op})
 			case tile.OpLoop:
 				if !ring {
-					out = append(out, TimedStep{Name: fmt.Sprintf("loop %dx", op.Count), Kind: "compute", Phase: -1, Op: op})
+					add(TimedStep{Name: fmt.Sprintf("loop %dx", op.Count), Kind: "compute", Phase: -1, Op: op})
 					continue
 				}
-				for range op.Count {
+				for k := range op.Count {
+					if op.Depth >= 0 && op.Depth < tile.MaxLoopDepth {
+						iter[op.Depth] = k
+					}
 					visit(op.Body)
+				}
+				if op.Depth >= 0 && op.Depth < tile.MaxLoopDepth {
+					iter[op.Depth] = 0
 				}
 			}
 		}

@@ -37,3 +37,32 @@ func TestCountSteps(t *testing.T) {
 		}
 	}
 }
+
+// A step sampled per iteration carries its iteration of each enclosing
+// loop (by loop depth); a loop sampled whole and the steps outside loops
+// carry zeros.
+func TestTimedStepIterations(t *testing.T) {
+	k := tile.Op{Kind: tile.OpKernel, Kernel: "copy_f16"}
+	s0, s1 := tile.Op{Kind: tile.OpSample, Sample: 0}, tile.Op{Kind: tile.OpSample, Sample: 1}
+	inner := tile.Op{Kind: tile.OpLoop, Count: 3, Depth: 1, Body: []tile.Op{k}}
+	outer := tile.Op{Kind: tile.OpLoop, Count: 2, Depth: 0, Body: []tile.Op{k, inner}}
+	tp := &tile.TileProgram{Calls: [2][]tile.Op{nil, {s0, k, outer, k, s1}}}
+	var got [][tile.MaxLoopDepth]int
+	for _, st := range timedSteps(&tile.Program{}, tp, true) {
+		got = append(got, st.Iter)
+	}
+	want := [][tile.MaxLoopDepth]int{{0, 0}, {0, 0}, {0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 0}, {1, 1}, {1, 2}, {0, 0}, {0, 0}}
+	if len(got) != len(want) {
+		t.Fatalf("%d steps, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d: iterations %v, want %v (all: %v)", i, got[i], want[i], got)
+		}
+	}
+	for _, st := range timedSteps(&tile.Program{}, tp, false) {
+		if st.Iter != [tile.MaxLoopDepth]int{} {
+			t.Errorf("loops sampled whole: step %s has iterations %v", st.Name, st.Iter)
+		}
+	}
+}

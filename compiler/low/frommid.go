@@ -552,10 +552,7 @@ func FromMid(p *Problem, mp *mid.Plan, opts Options) (*Plan, error) {
 		}
 	}
 	if looped {
-		depth := 0 // the loop over the blocks; inside the chunks' in row chunks
-		if slots {
-			depth = 1
-		}
+		depth := blockLoopDepth(mp) // the loop over the blocks; inside the chunks' in row chunks
 		for l := range timed {
 			block0 := timed[l]
 			timed[l] = loopOps(N, depth, func(b int) []tile.Op { return chunkOps(block0, b, steps[l]) })
@@ -794,3 +791,43 @@ func (pl *Plan) EstimatedCodeBytes(l int) int {
 // otherKernelCodeBytes is the code estimate of a kernel call without a
 // typed spec (those are sized by Spec.CodeBytes).
 const otherKernelCodeBytes = 160
+
+// blockLoopDepth is the loop depth (tile.Op.Depth) of a looped plan's loop
+// over its blocks: inside the chunks' loop in row chunks, else the
+// outermost.
+func blockLoopDepth(mp *mid.Plan) int {
+	if mp.Chunks > 1 {
+		return 1
+	}
+	return 0
+}
+
+// BlockNode names the graph node that an op of a looped plan's body,
+// whose provenance names block 0's node, computes in iteration iter of
+// its loops: the same node of block iter[BlockLoopDepth] (its name as
+// given for any other plan, or a name that is no block 0 node).
+func (pl *Plan) BlockNode(node string, iter [tile.MaxLoopDepth]int) string {
+	mp := pl.Mid
+	if mp == nil || mp.Period == 0 || node == "" {
+		return node
+	}
+	b := iter[blockLoopDepth(mp)]
+	if b == 0 || (b+1)*mp.Period > len(mp.Gemms) {
+		return node
+	}
+	for o := 0; o < mp.Period; o++ {
+		g0, gb := mp.Gemms[o], mp.Gemms[b*mp.Period+o]
+		pairs := [][2]*graph.Node{{g0.Node, gb.Node}, {g0.Left, gb.Left}, {g0.Right, gb.Right}, {g0.Bias, gb.Bias}, {g0.Out, gb.Out}}
+		for e := range g0.Epilogue {
+			if e < len(gb.Epilogue) {
+				pairs = append(pairs, [2]*graph.Node{g0.Epilogue[e], gb.Epilogue[e]})
+			}
+		}
+		for _, p := range pairs {
+			if p[0] != nil && p[1] != nil && p[0].Name == node {
+				return p[1].Name
+			}
+		}
+	}
+	return node
+}

@@ -144,6 +144,21 @@ func TestFromMidBlockLoop(t *testing.T) {
 			if d := float64(pl.Estimate.Total-int(mp.Cycles)) / float64(mp.Cycles); d > 0.1 || d < -0.1 {
 				t.Errorf("finalist %d: estimate %d, mid %d", i, pl.Estimate.Total, mp.Cycles)
 			}
+			// A step of the loop body names its own block's node.
+			var iter [tile.MaxLoopDepth]int
+			iter[blockLoopDepth(mp)] = blocks - 1
+			last := fmt.Sprintf("block%d.", blocks-1)
+			for _, c := range [][2]string{
+				{"block0.fc1", last + "fc1"}, {"block0.fc2.weight", last + "fc2.weight"}, {"block0.gelu", last + "gelu"},
+				{"x", fmt.Sprintf("block%d.fc2.add", blocks-2)}, {"not a node", "not a node"},
+			} {
+				if got := pl.BlockNode(c[0], iter); got != c[1] {
+					t.Errorf("BlockNode(%q, %v) = %q, want %q", c[0], iter, got, c[1])
+				}
+			}
+			if got := pl.BlockNode("block0.fc1", [tile.MaxLoopDepth]int{}); got != "block0.fc1" {
+				t.Errorf("block 0: %q", got)
+			}
 		}
 		if n == 0 {
 			t.Fatalf("%d blocks: no looped finalist", blocks)
